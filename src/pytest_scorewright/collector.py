@@ -1,0 +1,163 @@
+"""The plugin-mode collector: gathers reports in an ordinary pytest run and writes the result.
+
+Reports are gathered in ``pytest_runtest_logreport`` in the process that reports (the only
+process without xdist, the controller with it), so ``pytest -n N`` needs nothing special but
+two facts only workers know: which tests are held out (known at collection) and coverage
+data. Workers send both in ``workeroutput``; nothing is written on a worker.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+from pytest_scorewright.coverage_session import CoverageSession
+from pytest_scorewright.errors import OutputPathError
+from pytest_scorewright.measure import build_result
+from pytest_scorewright.outcomes import HELDOUT_ATTR, OutcomeTracker, reduce_report
+from pytest_scorewright.result import CollectionError, ScoreResult, bound_message
+from pytest_scorewright.settings import PluginSettings
+
+if TYPE_CHECKING:
+    from collections.abc import Generator
+    from pathlib import Path
+
+HELDOUT_KEY = pytest.StashKey[bool]()
+_WORKER_HELDOUT = "scorewright_heldout"
+_WORKER_COVERAGE = "scorewright_cov"
+
+
+class ScoreCollector:
+    """Registered in ``pytest_configure`` when the plugin is active; one per session."""
+
+    def __init__(
+        self,
+        config: pytest.Config,
+        settings: PluginSettings,
+        out: Path | None,
+        coverage: CoverageSession | None,
+    ) -> None:
+        self.config = config
+        self.settings = settings
+        self.out = out
+        self.coverage = coverage
+        self.is_worker = hasattr(config, "workerinput")
+        self.tracker = OutcomeTracker()
+        self.collection_errors: list[CollectionError] = []
+        self.interrupted: str | None = None
+        self.internal_error: str | None = None
+        self.started: float | None = None
+        self.result: ScoreResult | None = None
+        self.write_error: str | None = None
+
+    # -- every process that runs tests -----------------------------------------------------
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.started = time.perf_counter()
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.collection_errors.append(
+                CollectionError(report.nodeid, bound_message(str(report.longrepr)))
+            )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        hook = session.config.hook
+        heldout_ids = []
+        for item in session.items:
+            heldout = bool(hook.pytest_scorewright_heldout(item=item))
+            item.stash[HELDOUT_KEY] = heldout
+            self.tracker.expect(item.nodeid, heldout=heldout)
+            if heldout:
+                heldout_ids.append(item.nodeid)
+        if self.is_worker:
+            self._workeroutput()[_WORKER_HELDOUT] = heldout_ids
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        report = yield
+        if item.stash.get(HELDOUT_KEY, False):
+            setattr(report, HELDOUT_ATTR, True)
+        return report
+
+    # -- the reporting process (no xdist, or the xdist controller) ---------------------------
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self.is_worker:
+            self.tracker.add(reduce_report(report))
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
+        for nodeid in ids:
+            self.tracker.expect(nodeid, heldout=False)
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: object) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        for nodeid in output.get(_WORKER_HELDOUT, []):
+            self.tracker.expect(nodeid, heldout=True)
+        if self.coverage is not None:
+            self.coverage.merge(output.get(_WORKER_COVERAGE, ""))
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        # pytest routes both KeyboardInterrupt and pytest.exit() here.
+        text = str(getattr(excinfo.value, "msg", "") or excinfo.value)
+        self.interrupted = f"{excinfo.typename}: {text}" if text else excinfo.typename
+
+    def pytest_internalerror(self, excrepr: object) -> None:
+        lines = str(excrepr).strip().splitlines()
+        self.internal_error = lines[-1] if lines else "unknown"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.coverage is not None:
+            self.coverage.stop()
+        if self.is_worker:
+            if self.coverage is not None:
+                self._workeroutput()[_WORKER_COVERAGE] = self.coverage.dumps()
+            return
+        duration = time.perf_counter() - self.started if self.started is not None else None
+        self.result = build_result(
+            self.tracker.records(),
+            mode="plugin",
+            duration_s=duration,
+            coverage=self.coverage.figures() if self.coverage is not None else None,
+            collection_errors=self.collection_errors,
+            error=self._session_error(exitstatus),
+        )
+        self.config.hook.pytest_scorewright_result(result=self.result, config=self.config)
+        if self.out is not None:
+            try:
+                self.result.write(self.out)
+            except OutputPathError as exc:
+                self.write_error = str(exc)
+                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+
+    def _session_error(self, exitstatus: int) -> str | None:
+        if self.internal_error is not None:
+            return f"pytest internal error: {self.internal_error}"
+        if self.collection_errors:
+            return None  # build_result names the first collection error
+        if self.interrupted is not None:
+            return f"session interrupted ({self.interrupted})"
+        if exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED:
+            return "no tests collected"
+        return None
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.is_worker or self.result is None:
+            return
+        from pytest_scorewright.summary import summary_lines
+
+        for line in summary_lines(self.result, self.out, self.write_error):
+            terminalreporter.write_line(line)
+
+    def _workeroutput(self) -> dict[str, Any]:
+        output: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
+        return output

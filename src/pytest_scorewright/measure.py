@@ -1,0 +1,164 @@
+"""Signals from test records, and the one builder of ScoreResults.
+
+The plugin and the evaluator's trusted parent both end here, so a ScoreResult means the same
+thing whichever produced it.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import platform
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+from pytest_scorewright._version import __version__
+from pytest_scorewright.result import (
+    CollectionError,
+    Integrity,
+    Mode,
+    Reason,
+    ScoreResult,
+    Signal,
+    TestRecord,
+)
+
+#: Outcomes that mean the test body was never exercised.
+NOT_EXECUTED = frozenset({"skipped", "not_run"})
+
+
+@dataclass(frozen=True)
+class CoverageFigures:
+    """Coverage of the code under test, as coverage.py's JSON report totals it."""
+
+    covered_lines: int
+    num_statements: int
+    covered_branches: int | None = None
+    num_branches: int | None = None
+
+    @property
+    def line(self) -> float | None:
+        return self.covered_lines / self.num_statements if self.num_statements else None
+
+    @property
+    def branch(self) -> float | None:
+        if not self.num_branches or self.covered_branches is None:
+            return None
+        return self.covered_branches / self.num_branches
+
+
+def _rate(records: Sequence[TestRecord]) -> float | None:
+    return sum(r.passed for r in records) / len(records) if records else None
+
+
+def build_signals(
+    records: Sequence[TestRecord],
+    *,
+    duration_s: float | None,
+    coverage: CoverageFigures | None = None,
+    counts_known: bool = True,
+) -> list[Signal]:
+    """Measure what can be measured; leave out what cannot (never a 0 in its place)."""
+    signals: list[Signal] = []
+    if counts_known:
+        visible = [r for r in records if not r.heldout]
+        heldout = [r for r in records if r.heldout]
+        signals.append(Signal("tests_total", float(len(records)), "count", None))
+        signals.append(Signal("tests_passed", float(sum(r.passed for r in records)), "count", True))
+        rates = {
+            "pass_rate": _rate(records),
+            "visible_pass_rate": _rate(visible),
+            "heldout_pass_rate": _rate(heldout),
+        }
+        for name, value in rates.items():
+            if value is not None:
+                signals.append(Signal(name, value, "ratio", True))
+        if rates["visible_pass_rate"] is not None and rates["heldout_pass_rate"] is not None:
+            divergence = rates["visible_pass_rate"] - rates["heldout_pass_rate"]
+            signals.append(Signal("heldout_divergence", divergence, "ratio", False))
+    if duration_s is not None:
+        signals.append(Signal("duration_s", round(duration_s, 6), "s", False))
+    if coverage is not None:
+        if coverage.line is not None:
+            signals.append(Signal("line_coverage", coverage.line, "ratio", True))
+        if coverage.branch is not None:
+            signals.append(Signal("branch_coverage", coverage.branch, "ratio", True))
+    return signals
+
+
+def heldout_reasons(records: Iterable[TestRecord]) -> list[Reason]:
+    """Held-out tests that exist but never ran mean the divergence check measured nothing."""
+    heldout = [r for r in records if r.heldout]
+    executed = [r for r in heldout if r.outcome not in NOT_EXECUTED]
+    if heldout and not executed:
+        return [
+            Reason(
+                "heldout_not_executed",
+                f"{len(heldout)} held-out test(s) collected but none executed",
+            )
+        ]
+    return []
+
+
+def build_result(
+    records: Sequence[TestRecord],
+    *,
+    mode: Mode,
+    duration_s: float | None,
+    coverage: CoverageFigures | None = None,
+    collection_errors: Sequence[CollectionError] = (),
+    error: str | None = None,
+    reasons: Sequence[Reason] = (),
+    limits: Mapping[str, Any] | None = None,
+) -> ScoreResult:
+    """Assemble a ScoreResult. ``error`` is a one-line reason the run is not a full measurement.
+
+    With collection errors the number of tests is unknown, so no count or rate is reported.
+    """
+    if collection_errors and error is None:
+        first = collection_errors[0]
+        error = (
+            f"{len(collection_errors)} collection error(s); first in {first.nodeid}: "
+            f"{first.message.splitlines()[-1] if first.message else 'unknown error'}"
+        )
+    all_reasons = [*heldout_reasons(records), *reasons]
+    return ScoreResult(
+        ok=error is None,
+        error=error,
+        mode=mode,
+        signals=tuple(
+            build_signals(
+                records,
+                duration_s=duration_s,
+                coverage=coverage,
+                counts_known=not collection_errors,
+            )
+        ),
+        tests=tuple(records),
+        integrity=Integrity(flagged=bool(all_reasons), reasons=tuple(all_reasons)),
+        environment=environment_stamp(),
+        limits=limits,
+        collection_errors=tuple(collection_errors),
+    )
+
+
+def _version_of(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "not installed"
+
+
+def environment_stamp() -> dict[str, str]:
+    return {
+        "python": platform.python_version(),
+        "implementation": sys.implementation.name,
+        "platform": platform.platform(),
+        "pytest": _version_of("pytest"),
+        "pluggy": _version_of("pluggy"),
+        "coverage": _version_of("coverage"),
+        "pytest_scorewright": __version__,
+        "timestamp": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }

@@ -1,0 +1,229 @@
+"""From pytest's per-phase reports to one outcome per test.
+
+pytest reports each test in up to three phases (setup, call, teardown), plus one report per
+subtest. :func:`reduce_report` turns a report into a :class:`PhaseReport`: plain data, so that
+the same record can cross a process boundary (an xdist worker, the evaluator's sandboxed child)
+as JSON. :class:`OutcomeTracker` folds phase reports into one :class:`TestRecord` per test.
+
+The rules, in short: only ``passed`` counts as passed; a failing setup is an ``error``; a
+failing teardown after a passing call is an ``error``; a test with a failing subtest is
+``failed``; a pytest-timeout expiry is ``timeout``; a test expected but never reported is
+``not_run``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from pytest_scorewright.result import Outcome, Phase, TestRecord, bound_message
+
+#: Attribute set on pytest reports of held-out tests. Extra report attributes travel with the
+#: report through pytest's serialisation, which is how xdist ships reports to the controller.
+HELDOUT_ATTR = "scorewright_heldout"
+
+# pytest-timeout fails a test with "Timeout (>Ns) from pytest-timeout." (2.x).
+_TIMEOUT_MARK = "from pytest-timeout"
+
+
+@dataclass(frozen=True)
+class PhaseReport:
+    """One pytest report reduced to what scoring needs."""
+
+    nodeid: str
+    when: str
+    #: pytest's own outcome word: passed, failed or skipped.
+    outcome: str
+    duration: float
+    message: str = ""
+    wasxfail: bool = False
+    subtest: bool = False
+    heldout: bool = False
+
+    @property
+    def timed_out(self) -> bool:
+        return self.outcome == "failed" and _TIMEOUT_MARK in self.message
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "nodeid": self.nodeid,
+            "when": self.when,
+            "outcome": self.outcome,
+            "duration": self.duration,
+            "message": self.message,
+            "wasxfail": self.wasxfail,
+            "subtest": self.subtest,
+            "heldout": self.heldout,
+        }
+
+
+def reduce_report(report: Any) -> PhaseReport:
+    """Reduce a pytest ``TestReport`` (or ``SubtestReport``) to a :class:`PhaseReport`."""
+    wasxfail = hasattr(report, "wasxfail")
+    return PhaseReport(
+        nodeid=report.nodeid,
+        when=report.when,
+        outcome=report.outcome,
+        duration=float(report.duration),
+        message=bound_message(_message(report)),
+        wasxfail=wasxfail,
+        subtest=isinstance(report, pytest.SubtestReport),
+        heldout=bool(getattr(report, HELDOUT_ATTR, False)),
+    )
+
+
+def _message(report: Any) -> str:
+    if hasattr(report, "wasxfail") and report.outcome in ("skipped", "passed"):
+        reason = str(report.wasxfail)
+        return f"xfail: {reason}" if reason else "xfail"
+    longrepr = report.longrepr
+    if longrepr is None:
+        return ""
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:
+        return str(longrepr[2])  # a skip: (path, lineno, reason)
+    crash = getattr(longrepr, "reprcrash", None)
+    crash_message = getattr(crash, "message", None)
+    if crash_message:
+        return str(crash_message)
+    return str(longrepr)
+
+
+@dataclass
+class _State:
+    heldout: bool
+    outcome: Outcome | None = None
+    phase: Phase | None = None
+    message: str = ""
+    duration: float = 0.0
+    reported: bool = False
+    setup_passed: bool = False
+    subtests: dict[str, int] | None = None
+    first_subtest_failure: str = ""
+
+
+class OutcomeTracker:
+    """Folds phase reports into one :class:`TestRecord` per test, in collection order.
+
+    Example::
+
+        tracker = OutcomeTracker()
+        tracker.expect("test_a.py::test_one", heldout=False)
+        tracker.add(reduce_report(report))  # for every report pytest logs
+        records = tracker.records()
+    """
+
+    def __init__(self) -> None:
+        self._states: dict[str, _State] = {}
+
+    def expect(self, nodeid: str, *, heldout: bool) -> None:
+        """Declare a collected test, so that it is ``not_run`` if it never reports."""
+        state = self._states.get(nodeid)
+        if state is None:
+            self._states[nodeid] = _State(heldout=heldout)
+        else:
+            state.heldout = state.heldout or heldout
+
+    def expect_all(self, items: Iterable[tuple[str, bool]]) -> None:
+        for nodeid, heldout in items:
+            self.expect(nodeid, heldout=heldout)
+
+    @property
+    def nodeids(self) -> list[str]:
+        return list(self._states)
+
+    def add(self, rep: PhaseReport) -> None:
+        state = self._states.get(rep.nodeid)
+        if state is None:
+            state = self._states[rep.nodeid] = _State(heldout=rep.heldout)
+        state.heldout = state.heldout or rep.heldout
+        state.reported = True
+        if rep.subtest:
+            self._add_subtest(state, rep)
+            return
+        state.duration += rep.duration
+        if rep.when == "setup":
+            self._add_setup(state, rep)
+        elif rep.when == "call":
+            self._add_call(state, rep)
+        elif rep.when == "teardown":
+            self._add_teardown(state, rep)
+
+    def _add_setup(self, state: _State, rep: PhaseReport) -> None:
+        if rep.outcome == "passed":
+            state.setup_passed = True
+        elif rep.outcome == "skipped":
+            _decide(state, "xfailed" if rep.wasxfail else "skipped", "setup", rep.message)
+        else:
+            _decide(state, "timeout" if rep.timed_out else "error", "setup", rep.message)
+
+    def _add_call(self, state: _State, rep: PhaseReport) -> None:
+        if rep.outcome == "passed":
+            _decide(state, "xpassed" if rep.wasxfail else "passed", "call", rep.message)
+        elif rep.outcome == "skipped":
+            _decide(state, "xfailed" if rep.wasxfail else "skipped", "call", rep.message)
+        else:
+            _decide(state, "timeout" if rep.timed_out else "failed", "call", rep.message)
+
+    def _add_teardown(self, state: _State, rep: PhaseReport) -> None:
+        if rep.outcome != "failed":
+            return
+        # A failing teardown spoils a test that had not already failed; a call failure stays
+        # the headline when both happen (pytest then counts one failure and one error).
+        if state.outcome in (None, "passed", "xpassed", "skipped", "xfailed"):
+            _decide(state, "timeout" if rep.timed_out else "error", "teardown", rep.message)
+
+    def _add_subtest(self, state: _State, rep: PhaseReport) -> None:
+        if state.subtests is None:
+            state.subtests = {}
+        if rep.wasxfail and rep.outcome == "skipped":
+            kind = "xfailed"
+        elif rep.outcome == "failed" and rep.timed_out:
+            kind = "timeout"
+        else:
+            kind = rep.outcome
+        state.subtests[kind] = state.subtests.get(kind, 0) + 1
+        if rep.outcome == "failed" and not state.first_subtest_failure:
+            state.first_subtest_failure = rep.message
+
+    def records(self) -> list[TestRecord]:
+        return [self._record(nodeid, state) for nodeid, state in self._states.items()]
+
+    def _record(self, nodeid: str, state: _State) -> TestRecord:
+        outcome, phase, message = state.outcome, state.phase, state.message
+        failed_subtests = (state.subtests or {}).get("failed", 0) + (state.subtests or {}).get(
+            "timeout", 0
+        )
+        # pytest 9 rewrites a passing parent of failed subtests to "failed" with the bare
+        # message "contains N failed subtests", but only in the process that ran it and only
+        # when its hook runs before ours; decide it here either way, with a useful message.
+        generic = outcome == "failed" and message.startswith("contains ")
+        if failed_subtests and (outcome in (None, "passed", "xpassed") or generic):
+            outcome, phase = "failed", "call"
+            plural = "s" if failed_subtests > 1 else ""
+            message = f"{failed_subtests} failed subtest{plural}: {state.first_subtest_failure}"
+        if outcome is None:
+            # Reported setup but never a verdict: the session ended under the test.
+            outcome, phase = "not_run", None
+        return TestRecord(
+            nodeid=nodeid,
+            outcome=outcome,
+            phase=phase,
+            heldout=state.heldout,
+            duration_s=round(state.duration, 6) if state.reported else None,
+            message=bound_message(message) if message else None,
+            subtests=dict(state.subtests) if state.subtests is not None else None,
+        )
+
+
+def _decide(state: _State, outcome: Outcome, phase: Phase, message: str) -> None:
+    state.outcome, state.phase, state.message = outcome, phase, message
+
+
+def count_outcomes(records: Iterable[TestRecord]) -> Mapping[str, int]:
+    counts: dict[str, int] = {}
+    for r in records:
+        counts[r.outcome] = counts.get(r.outcome, 0) + 1
+    return counts

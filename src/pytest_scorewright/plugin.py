@@ -1,0 +1,83 @@
+"""The pytest plugin: options, markers, hook registration. The work is in ``collector``."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_scorewright import hooks
+from pytest_scorewright.collector import ScoreCollector
+from pytest_scorewright.coverage_session import CoverageSession
+from pytest_scorewright.errors import OutputPathError
+from pytest_scorewright.result import check_writable
+from pytest_scorewright.settings import PluginSettings, add_options
+
+HELDOUT_MARKER = (
+    "heldout: a held-out test, scored apart from the visible tests to measure divergence "
+    "(pytest-scorewright)"
+)
+
+_COVERAGE_KEY = pytest.StashKey[CoverageSession]()
+_COLLECTOR_KEY = pytest.StashKey[ScoreCollector]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    add_options(parser)
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hooks)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
+    # Coverage starts before conftest files and test modules import the code under test,
+    # the same point in every process (xdist workers parse their config the same way), so
+    # `-n N` measures what `-n 0` measures.
+    settings = PluginSettings.from_config(early_config, early_config.known_args_namespace)
+    if settings.cov_sources:
+        session = CoverageSession(settings.cov_sources, branch=settings.cov_branch)
+        session.start()
+        early_config.stash[_COVERAGE_KEY] = session
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", HELDOUT_MARKER)
+    settings = PluginSettings.from_config(config)
+    if not settings.active:
+        return
+    is_worker = hasattr(config, "workerinput")
+    out = None
+    if settings.out is not None and not is_worker:
+        out = config.invocation_params.dir / settings.out
+        try:
+            check_writable(out)
+        except OutputPathError as exc:
+            raise pytest.UsageError(f"--scorewright-out: {exc}") from None
+    coverage = config.stash.get(_COVERAGE_KEY, None)
+    if coverage is not None and _is_xdist_controller(config):
+        coverage.discard()  # the workers measure; their data is merged at the end
+    collector = ScoreCollector(config, settings, out, coverage)
+    config.stash[_COLLECTOR_KEY] = collector
+    config.pluginmanager.register(collector, "scorewright-collector")
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    collector = config.stash.get(_COLLECTOR_KEY, None)
+    if collector is not None:
+        config.pluginmanager.unregister(collector)
+        del config.stash[_COLLECTOR_KEY]
+    coverage = config.stash.get(_COVERAGE_KEY, None)
+    if coverage is not None:
+        coverage.stop()
+        del config.stash[_COVERAGE_KEY]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_scorewright_heldout(item: pytest.Item) -> bool | None:
+    return item.get_closest_marker("heldout") is not None
+
+
+def _is_xdist_controller(config: pytest.Config) -> bool:
+    # xdist turns `-n N` (N > 0) into a `--dist` mode before pytest_configure; workers run
+    # with dist "no".
+    return not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"

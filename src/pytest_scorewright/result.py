@@ -1,0 +1,351 @@
+"""The ScoreResult: the versioned JSON document every part of scorewright produces or reads.
+
+Example::
+
+    from pytest_scorewright import ScoreResult
+
+    result = ScoreResult.read("fitness.json")
+    if result.ok:
+        print(result.signal("pass_rate"))
+
+Measurement and judgement stay apart: a ScoreResult carries measured ``signals`` and per-test
+records, never a fitness value. A signal that could not be measured is absent, never invented.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, cast
+
+from pytest_scorewright.errors import OutputPathError, ResultFormatError
+
+# Format history (bump on any change a reader could trip on):
+# 1: first version: ok/error, signals, tests, integrity, limits, environment, collection_errors.
+SCHEMA_VERSION = 1
+
+Outcome = Literal[
+    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "timeout", "not_run"
+]
+OUTCOMES: tuple[Outcome, ...] = (
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "timeout",
+    "not_run",
+)
+Phase = Literal["collect", "setup", "call", "teardown"]
+PHASES: tuple[Phase, ...] = ("collect", "setup", "call", "teardown")
+Mode = Literal["plugin", "evaluator"]
+
+#: Longest per-test message kept, in characters; longer ones are cut in the middle.
+MESSAGE_LIMIT = 2048
+
+
+def bound_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
+    """Cut ``text`` to at most ``limit`` characters, keeping its start and end."""
+    if len(text) <= limit:
+        return text
+    marker = " … "
+    keep = limit - len(marker)
+    head = keep // 2
+    return text[:head] + marker + text[len(text) - (keep - head) :]
+
+
+@dataclass(frozen=True)
+class Signal:
+    """One measured number, e.g. ``Signal("pass_rate", 0.75, "ratio", True)``."""
+
+    name: str
+    value: float
+    unit: str
+    #: None where neither direction is better (a count of collected tests).
+    higher_is_better: bool | None
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    """What happened to one collected test node."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    nodeid: str
+    outcome: Outcome
+    #: The phase in which the outcome was decided; None for a test that never ran.
+    phase: Phase | None
+    heldout: bool
+    duration_s: float | None
+    message: str | None = None
+    #: Counts of subtest outcomes by kind, when the test had subtests.
+    subtests: Mapping[str, int] | None = None
+
+    @property
+    def passed(self) -> bool:
+        return self.outcome == "passed"
+
+
+@dataclass(frozen=True)
+class Reason:
+    """A stable machine-readable ``code`` and a one-line ``detail`` a person can read."""
+
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class Integrity:
+    flagged: bool = False
+    reasons: tuple[Reason, ...] = ()
+
+
+@dataclass(frozen=True)
+class CollectionError:
+    nodeid: str
+    message: str
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    """A scored test run. Build one with :func:`pytest_scorewright.measure.build_result`."""
+
+    ok: bool
+    error: str | None
+    mode: Mode
+    signals: tuple[Signal, ...]
+    tests: tuple[TestRecord, ...]
+    integrity: Integrity
+    environment: Mapping[str, str]
+    limits: Mapping[str, Any] | None = None
+    collection_errors: tuple[CollectionError, ...] = ()
+    schema_version: int = SCHEMA_VERSION
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def signal(self, name: str) -> float | None:
+        """The value of signal ``name``, or None when it was not measured."""
+        for s in self.signals:
+            if s.name == name:
+                return s.value
+        return None
+
+    # -- serialisation ---------------------------------------------------------------------
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "schema_version": self.schema_version,
+            "ok": self.ok,
+            "error": self.error,
+            "mode": self.mode,
+            "signals": [
+                {
+                    "name": s.name,
+                    "value": s.value,
+                    "unit": s.unit,
+                    "higher_is_better": s.higher_is_better,
+                }
+                for s in self.signals
+            ],
+            "tests": [_test_to_dict(t) for t in self.tests],
+            "collection_errors": [
+                {"nodeid": c.nodeid, "message": c.message} for c in self.collection_errors
+            ],
+            "integrity": {
+                "flagged": self.integrity.flagged,
+                "reasons": [{"code": r.code, "detail": r.detail} for r in self.integrity.reasons],
+            },
+            "limits": dict(self.limits) if self.limits is not None else None,
+            "environment": dict(self.environment),
+            **({"extra": dict(self.extra)} if self.extra else {}),
+        }
+
+    def to_json(self) -> str:
+        # allow_nan=False: a NaN or infinity must never reach a reader as a score.
+        return json.dumps(self.to_dict(), indent=2, ensure_ascii=False, allow_nan=False) + "\n"
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> ScoreResult:
+        try:
+            return _from_dict(data)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise ResultFormatError(f"not a valid ScoreResult: {_describe(exc)}") from None
+
+    @classmethod
+    def from_json(cls, text: str | bytes) -> ScoreResult:
+        try:
+            data = json.loads(text)
+        except ValueError as exc:
+            raise ResultFormatError(f"not a ScoreResult: invalid JSON ({exc})") from None
+        if not isinstance(data, dict):
+            raise ResultFormatError("not a ScoreResult: the JSON document is not an object")
+        return cls.from_dict(data)
+
+    @classmethod
+    def read(cls, path: str | os.PathLike[str]) -> ScoreResult:
+        try:
+            text = Path(path).read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ResultFormatError(f"cannot read {os.fspath(path)!r}: {exc.strerror}") from None
+        try:
+            return cls.from_json(text)
+        except ResultFormatError as exc:
+            raise ResultFormatError(f"{os.fspath(path)}: {exc}") from None
+
+    def write(self, path: str | os.PathLike[str]) -> Path:
+        """Write the JSON atomically (temp file in the same directory, then rename)."""
+        return write_atomic(path, self.to_json())
+
+
+def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
+    """Write ``text`` to ``path`` so that a reader sees the old file or the whole new one."""
+    target = Path(path)
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
+    except OSError as exc:
+        raise OutputPathError(_unwritable(target, exc)) from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        # mkstemp makes the file 0600; give it the mode an ordinary open() would.
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise OutputPathError(_unwritable(target, exc)) from None
+    return target
+
+
+def check_writable(path: str | os.PathLike[str]) -> Path:
+    """Fail now, with a one-line reason, if ``path`` could not be written later."""
+    target = Path(path)
+    if target.is_dir():
+        raise OutputPathError(
+            f"cannot write the result to {os.fspath(target)!r}: it is a directory; "
+            "give a file path such as fitness.json"
+        )
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".probe")
+    except OSError as exc:
+        raise OutputPathError(_unwritable(target, exc)) from None
+    os.close(fd)
+    os.unlink(tmp)
+    return target
+
+
+def _unwritable(target: Path, exc: OSError) -> str:
+    reason = exc.strerror or type(exc).__name__
+    return (
+        f"cannot write the result to {os.fspath(target)!r}: {reason}; "
+        "choose a path in a writable directory"
+    )
+
+
+def _test_to_dict(t: TestRecord) -> dict[str, Any]:
+    d: dict[str, Any] = {
+        "nodeid": t.nodeid,
+        "outcome": t.outcome,
+        "phase": t.phase,
+        "heldout": t.heldout,
+        "duration_s": t.duration_s,
+        "message": t.message,
+    }
+    if t.subtests is not None:
+        d["subtests"] = dict(t.subtests)
+    return d
+
+
+def _describe(exc: Exception) -> str:
+    if isinstance(exc, KeyError):
+        return f"missing key {exc.args[0]!r}"
+    return str(exc)
+
+
+def _expect(value: Any, kind: type | tuple[type, ...], what: str) -> Any:
+    if not isinstance(value, kind) or (isinstance(value, bool) and bool not in _kinds(kind)):
+        raise TypeError(f"{what} has the wrong type ({type(value).__name__})")
+    return value
+
+
+def _kinds(kind: type | tuple[type, ...]) -> tuple[type, ...]:
+    return kind if isinstance(kind, tuple) else (kind,)
+
+
+def _number(value: Any, what: str) -> float:
+    v = float(_expect(value, (int, float), what))
+    if not math.isfinite(v):
+        raise ValueError(f"{what} is not a finite number")
+    return v
+
+
+def _choice(value: Any, allowed: Sequence[str], what: str) -> str:
+    if value not in allowed:
+        raise ValueError(f"{what} is {value!r}, not one of {', '.join(allowed)}")
+    return cast(str, value)
+
+
+def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
+    version = d["schema_version"]
+    if version != SCHEMA_VERSION:
+        raise ValueError(
+            f"schema_version {version!r} is not supported (this is version {SCHEMA_VERSION}); "
+            "upgrade pytest-scorewright to read it"
+        )
+    signals = tuple(
+        Signal(
+            name=_expect(s["name"], str, "signal name"),
+            value=_number(s["value"], f"signal {s['name']!r}"),
+            unit=_expect(s["unit"], str, "signal unit"),
+            higher_is_better=_expect(s["higher_is_better"], (bool, type(None)), "higher_is_better"),
+        )
+        for s in _expect(d["signals"], list, "signals")
+    )
+    tests = tuple(
+        TestRecord(
+            nodeid=_expect(t["nodeid"], str, "nodeid"),
+            outcome=cast(Outcome, _choice(t["outcome"], OUTCOMES, "outcome")),
+            phase=cast(Phase, _choice(t["phase"], PHASES, "phase")) if t["phase"] else None,
+            heldout=_expect(t["heldout"], bool, "heldout"),
+            duration_s=None if t["duration_s"] is None else _number(t["duration_s"], "duration_s"),
+            message=_expect(t.get("message"), (str, type(None)), "message"),
+            subtests=_expect(t.get("subtests"), (dict, type(None)), "subtests"),
+        )
+        for t in _expect(d["tests"], list, "tests")
+    )
+    integ = _expect(d["integrity"], dict, "integrity")
+    integrity = Integrity(
+        flagged=_expect(integ["flagged"], bool, "integrity.flagged"),
+        reasons=tuple(
+            Reason(_expect(r["code"], str, "reason code"), _expect(r["detail"], str, "detail"))
+            for r in _expect(integ["reasons"], list, "integrity.reasons")
+        ),
+    )
+    return ScoreResult(
+        ok=_expect(d["ok"], bool, "ok"),
+        error=_expect(d["error"], (str, type(None)), "error"),
+        mode=cast(Mode, _choice(d["mode"], ("plugin", "evaluator"), "mode")),
+        signals=signals,
+        tests=tests,
+        integrity=integrity,
+        environment=_expect(d["environment"], dict, "environment"),
+        limits=_expect(d["limits"], (dict, type(None)), "limits"),
+        collection_errors=tuple(
+            CollectionError(_expect(c["nodeid"], str, "nodeid"), _expect(c["message"], str, "m"))
+            for c in _expect(d.get("collection_errors", []), list, "collection_errors")
+        ),
+        schema_version=version,
+        extra=_expect(d.get("extra", {}), dict, "extra"),
+    )

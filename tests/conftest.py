@@ -1,0 +1,67 @@
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import jsonschema
+import pytest
+
+from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.schema import schema
+
+pytest_plugins = ["pytester"]
+
+
+@dataclass
+class ScoredRun:
+    run: pytest.RunResult
+    data: dict[str, Any]
+
+    @property
+    def result(self) -> ScoreResult:
+        return ScoreResult.from_dict(self.data)
+
+    def outcomes(self) -> dict[str, str]:
+        return {t["nodeid"]: t["outcome"] for t in self.data["tests"]}
+
+    def test(self, suffix: str) -> dict[str, Any]:
+        matches = [t for t in self.data["tests"] if t["nodeid"].endswith(suffix)]
+        assert len(matches) == 1, (suffix, [t["nodeid"] for t in self.data["tests"]])
+        match: dict[str, Any] = matches[0]
+        return match
+
+    def signal(self, name: str) -> float | None:
+        for s in self.data["signals"]:
+            if s["name"] == name:
+                return float(s["value"])
+        return None
+
+    def need(self, name: str) -> float:
+        """The value of a signal that must be present."""
+        value = self.signal(name)
+        assert value is not None, f"signal {name} is absent"
+        return value
+
+
+def validate(data: dict[str, Any]) -> None:
+    jsonschema.validate(data, schema())
+
+
+RunScored = Callable[..., ScoredRun]
+
+
+@pytest.fixture
+def run_scored(pytester: pytest.Pytester) -> RunScored:
+    """Run pytest (in-process unless subprocess=True) with --scorewright-out; load and
+    schema-validate the result."""
+
+    def run(*args: str, subprocess: bool = False, out: str = "fitness.json") -> ScoredRun:
+        argv = [f"--scorewright-out={out}", "-p", "no:cacheprovider", *args]
+        result = pytester.runpytest_subprocess(*argv) if subprocess else pytester.runpytest(*argv)
+        data = json.loads((pytester.path / out).read_text(encoding="utf-8"))
+        validate(data)
+        return ScoredRun(result, data)
+
+    return run

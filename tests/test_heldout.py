@@ -1,0 +1,129 @@
+"""Held-out tests: marked on a test, class or module, or by a conftest hook; scored apart."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.conftest import RunScored
+
+
+def test_heldout_marker_on_function_class_and_module_is_honoured(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makepyfile(
+        test_visible="""
+            import pytest
+            def test_v1(): pass
+            def test_v2(): pass
+            @pytest.mark.heldout
+            def test_h_function(): assert 0
+            @pytest.mark.heldout
+            class TestHeld:
+                def test_h_method(self): pass
+            """,
+        test_module_heldout="""
+            import pytest
+            pytestmark = pytest.mark.heldout
+            def test_h_module(): assert 0
+            """,
+    )
+    scored = run_scored("--strict-markers")
+    heldout = {t["nodeid"].split("::")[-1]: t["heldout"] for t in scored.data["tests"]}
+    assert heldout == {
+        "test_v1": False,
+        "test_v2": False,
+        "test_h_function": True,
+        "test_h_method": True,
+        "test_h_module": True,
+    }
+    assert scored.signal("visible_pass_rate") == 1.0
+    assert scored.signal("heldout_pass_rate") == pytest.approx(1 / 3)
+    assert scored.signal("heldout_divergence") == pytest.approx(1 - 1 / 3)
+    assert scored.signal("pass_rate") == pytest.approx(3 / 5)
+
+
+def test_heldout_marker_added_by_a_conftest_hook_counts(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+        def pytest_collection_modifyitems(items):
+            for item in items:
+                if "secret" in item.name:
+                    item.add_marker(pytest.mark.heldout)
+        """
+    )
+    pytester.makepyfile("def test_plain(): pass\ndef test_secret_one(): pass")
+    scored = run_scored()
+    assert scored.test("test_secret_one")["heldout"] is True
+    assert scored.test("test_plain")["heldout"] is False
+
+
+def test_without_heldout_tests_no_heldout_signal_is_invented(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makepyfile("def test_a(): pass")
+    scored = run_scored()
+    names = {s["name"] for s in scored.data["signals"]}
+    assert "heldout_pass_rate" not in names
+    assert "heldout_divergence" not in names
+    assert scored.signal("visible_pass_rate") == 1.0
+    assert scored.data["integrity"] == {"flagged": False, "reasons": []}
+
+
+def test_heldout_tests_collected_but_none_executed_is_flagged(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makeconftest(
+        """
+        import pytest
+        def pytest_runtest_setup(item):
+            if item.get_closest_marker("heldout"):
+                pytest.skip("conveniently skipped")
+        """
+    )
+    pytester.makepyfile(
+        """
+        import pytest
+        def test_v(): pass
+        @pytest.mark.heldout
+        def test_h(): pass
+        """
+    )
+    scored = run_scored()
+    assert scored.data["integrity"]["flagged"] is True
+    assert [r["code"] for r in scored.data["integrity"]["reasons"]] == ["heldout_not_executed"]
+    assert scored.signal("heldout_pass_rate") == 0.0
+
+
+def test_a_custom_hook_can_decide_what_is_held_out(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makeconftest(
+        """
+        def pytest_scorewright_heldout(item):
+            return "heldout_dir" in str(item.path)
+        """
+    )
+    pytester.mkpydir("heldout_dir")
+    pytester.makepyfile(**{"heldout_dir/test_h": "def test_h(): pass"})
+    pytester.makepyfile(test_v="def test_v(): pass")
+    scored = run_scored()
+    assert scored.test("test_h")["heldout"] is True
+    assert scored.test("test_v")["heldout"] is False
+
+
+def test_result_hook_sees_the_result_before_it_is_written(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makeconftest(
+        """
+        def pytest_scorewright_result(result, config):
+            config._seen = result.signal("pass_rate")
+            print("SEEN", result.signal("pass_rate"))
+        """
+    )
+    pytester.makepyfile("def test_a(): pass")
+    scored = run_scored("-s")
+    scored.run.stdout.fnmatch_lines(["*SEEN 1.0*"])

@@ -1,0 +1,97 @@
+"""The ScoreResult model, its shipped schema, and the `scorewright` command."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+from pytest_scorewright import ResultFormatError, ScoreResult
+from pytest_scorewright.measure import build_result
+from pytest_scorewright.result import TestRecord, write_atomic
+from pytest_scorewright.schema import schema
+from tests.conftest import validate
+
+
+def _result() -> ScoreResult:
+    records = [
+        TestRecord("t.py::a", "passed", "call", False, 0.01),
+        TestRecord("t.py::b", "failed", "call", True, 0.02, "AssertionError"),
+    ]
+    return build_result(records, mode="plugin", duration_s=0.5)
+
+
+def test_a_result_round_trips_through_json_and_validates() -> None:
+    result = _result()
+    data = json.loads(result.to_json())
+    validate(data)
+    again = ScoreResult.from_json(result.to_json())
+    assert again == result
+
+
+def test_the_schema_rejects_an_unknown_outcome() -> None:
+    data = json.loads(_result().to_json())
+    data["tests"][0]["outcome"] = "sort_of_passed"
+    with pytest.raises(jsonschema.ValidationError):
+        validate(data)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("{", "not a ScoreResult: invalid JSON"),
+        ("[]", "the JSON document is not an object"),
+        ('{"schema_version": 99}', "schema_version 99 is not supported"),
+        ('{"schema_version": 1}', "missing key"),
+    ],
+)
+def test_malformed_results_give_one_line_errors(text: str, message: str) -> None:
+    with pytest.raises(ResultFormatError, match=message) as info:
+        ScoreResult.from_json(text)
+    assert "\n" not in str(info.value)
+
+
+def test_a_nan_signal_is_rejected_when_read() -> None:
+    data = json.loads(_result().to_json())
+    data["signals"][0]["value"] = float("nan")
+    with pytest.raises(ResultFormatError, match="not a finite number"):
+        ScoreResult.from_dict(data)
+
+
+def test_write_atomic_replaces_whole_files(tmp_path: Path) -> None:
+    target = tmp_path / "r.json"
+    write_atomic(target, "old")
+    write_atomic(target, "new")
+    assert target.read_text() == "new"
+    assert [p.name for p in tmp_path.iterdir()] == ["r.json"]
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_scorewright.cli", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_scorewright_schema_prints_the_shipped_schema() -> None:
+    done = _cli("schema")
+    assert done.returncode == 0
+    assert json.loads(done.stdout) == schema()
+    jsonschema.Draft202012Validator.check_schema(schema())
+
+
+def test_scorewright_show_prints_headlines_and_fails_cleanly(tmp_path: Path) -> None:
+    path = _result().write(tmp_path / "r.json")
+    done = _cli("show", str(path))
+    assert done.returncode == 0
+    assert "1/2 passed (50.0%)" in done.stdout
+    missing = _cli("show", str(tmp_path / "nope.json"))
+    assert missing.returncode == 2
+    assert missing.stderr.startswith("scorewright: error: cannot read")
+    assert len(missing.stderr.strip().splitlines()) == 1

@@ -1,0 +1,126 @@
+"""Coverage agrees with coverage.py's own figure, and `pytest -n 2` scores like `-n 0`."""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from tests.conftest import RunScored
+
+CODE_UNDER_TEST = """
+def classify(n):
+    if n < 0:
+        return "negative"
+    if n == 0:
+        return "zero"
+    if n > 1000:
+        return "huge"
+    return "positive"
+
+
+def never_called():
+    x = 1
+    return x
+"""
+
+TESTS = """
+import pytest
+from mypkg.core import classify
+
+def test_negative(): assert classify(-3) == "negative"
+def test_zero(): assert classify(0) == "zero"
+@pytest.mark.parametrize("n", range(20))
+def test_positive(n): assert classify(n + 1) == "positive"
+def test_wrong(): assert classify(5) == "huge"
+@pytest.mark.skip(reason="later")
+def test_skipped(): pass
+@pytest.mark.heldout
+def test_heldout_pass(): assert classify(2000) == "huge"
+@pytest.mark.heldout
+def test_heldout_fail(): assert classify(-1) == "zero"
+
+def test_subtests(subtests):
+    for n in range(30):
+        with subtests.test(n=n):
+            assert classify(n) != "negative"
+            assert n != 17
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.mkpydir("mypkg")
+    pytester.makepyfile(**{"mypkg/core": CODE_UNDER_TEST, "test_core": TESTS})
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    return pytester
+
+
+def _comparable(data: dict[str, Any]) -> list[tuple[Any, ...]]:
+    return sorted(
+        (t["nodeid"], t["outcome"], t["phase"], t["heldout"], str(t.get("subtests")))
+        for t in data["tests"]
+    )
+
+
+def _signals(data: dict[str, Any]) -> dict[str, float]:
+    return {s["name"]: s["value"] for s in data["signals"] if s["name"] != "duration_s"}
+
+
+def test_xdist_gives_the_same_outcomes_and_coverage_as_a_single_process(
+    project: pytest.Pytester, run_scored: RunScored
+) -> None:
+    args = ("--scorewright-cov=mypkg", "--scorewright-cov-branch")
+    single = run_scored(*args, "-n", "0", subprocess=True, out="single.json")
+    multi = run_scored(*args, "-n", "2", subprocess=True, out="multi.json")
+    assert _comparable(single.data) == _comparable(multi.data)
+    assert _signals(single.data) == _signals(multi.data)
+    assert single.signal("tests_total") == 27
+    assert single.test("test_subtests")["subtests"] == {"passed": 29, "failed": 1}
+    assert multi.test("test_subtests")["outcome"] == "failed"
+    assert single.signal("line_coverage") is not None
+    assert single.signal("branch_coverage") is not None
+    multi.run.stdout.no_fnmatch_line("*CoverageWarning*")
+
+
+def test_line_coverage_matches_coverage_py_for_the_same_run(
+    project: pytest.Pytester, run_scored: RunScored
+) -> None:
+    scored = run_scored("--scorewright-cov=mypkg", subprocess=True)
+    project.run(
+        sys.executable,
+        "-m",
+        "coverage",
+        "run",
+        "--source=mypkg",
+        "-m",
+        "pytest",
+        "-p",
+        "no:scorewright",
+        "-q",
+    )
+    project.run(sys.executable, "-m", "coverage", "json", "-o", "cov.json")
+    totals = json.loads((project.path / "cov.json").read_text())["totals"]
+    expected = totals["covered_lines"] / totals["num_statements"]
+    assert scored.signal("line_coverage") == pytest.approx(expected, abs=1e-9)
+    assert scored.need("line_coverage") < 1.0  # never_called() is not covered
+
+
+def test_coverage_counts_source_files_that_were_never_imported(
+    project: pytest.Pytester, run_scored: RunScored
+) -> None:
+    project.makepyfile(**{"mypkg/unused": "def f():\n    return 1\n"})
+    with_unused = run_scored("--scorewright-cov=mypkg", subprocess=True)
+    project.path.joinpath("mypkg/unused.py").unlink()
+    without = run_scored("--scorewright-cov=mypkg", subprocess=True)
+    assert with_unused.need("line_coverage") < without.need("line_coverage")
+
+
+def test_no_coverage_signal_without_the_option(
+    project: pytest.Pytester, run_scored: RunScored
+) -> None:
+    scored = run_scored()
+    assert scored.signal("line_coverage") is None
+    assert scored.signal("branch_coverage") is None
