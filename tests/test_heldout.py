@@ -69,7 +69,7 @@ def test_without_heldout_tests_no_heldout_signal_is_invented(
     assert "heldout_pass_rate" not in names
     assert "heldout_divergence" not in names
     assert scored.signal("visible_pass_rate") == 1.0
-    assert scored.data["integrity"] == {"flagged": False, "reasons": []}
+    assert scored.data["integrity"] == {"flagged": False, "rejected": False, "reasons": []}
 
 
 def test_heldout_tests_collected_but_none_executed_is_flagged(

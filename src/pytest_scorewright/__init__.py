@@ -1,5 +1,7 @@
 """pytest-scorewright: a pytest suite as an honest, hard-to-game fitness function."""
 
+from typing import TYPE_CHECKING, Any
+
 from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import (
     ConfigError,
@@ -19,7 +21,9 @@ from pytest_scorewright.result import (
 __all__ = [
     "SCHEMA_VERSION",
     "ConfigError",
+    "Evaluator",
     "Integrity",
+    "Limits",
     "OutputPathError",
     "Reason",
     "ResultFormatError",
@@ -29,3 +33,21 @@ __all__ = [
     "TestRecord",
     "__version__",
 ]
+
+if TYPE_CHECKING:
+    from pytest_scorewright.evaluator import Evaluator
+    from pytest_scorewright.limits import Limits
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy: `pytest --scorewright-out` loads this package in every run and needs none of the
+    # sandbox machinery.
+    if name == "Evaluator":
+        from pytest_scorewright.evaluator import Evaluator
+
+        return Evaluator
+    if name == "Limits":
+        from pytest_scorewright.limits import Limits
+
+        return Limits
+    raise AttributeError(f"module 'pytest_scorewright' has no attribute {name!r}")

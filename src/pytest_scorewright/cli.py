@@ -30,6 +30,57 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_score(args: argparse.Namespace) -> int:
+    from pytest_scorewright.evaluator import Evaluator
+    from pytest_scorewright.limits import Limits
+    from pytest_scorewright.result import check_writable
+
+    if args.out:
+        check_writable(args.out)  # before any work: an unwritable path is a usage error
+    limits = Limits(
+        timeout_s=args.timeout,
+        memory_mb=args.memory_mb,
+        cpu_s=args.cpu_seconds,
+    )
+    evaluator = Evaluator(
+        args.tests,
+        heldout=args.heldout,
+        reference=args.reference,
+        module=args.module,
+        limits=limits,
+        network=args.allow_network,
+        fail_closed=args.fail_closed,
+    )
+    result = evaluator.score(args.candidate)
+    if args.out:
+        result.write(args.out)
+        for line in summary_lines(result, out=args.out):
+            print(line, file=sys.stderr)
+    else:
+        sys.stdout.write(result.to_json())
+    return 0
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="scorewright",
@@ -40,6 +91,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("schema", help="Print the JSON Schema of the ScoreResult")
     p.set_defaults(func=_cmd_schema)
+
+    p = sub.add_parser(
+        "score",
+        help="Score a candidate in a sandbox; writes a ScoreResult (exit 0 whenever written)",
+    )
+    p.add_argument("candidate", metavar="CANDIDATE", help="A .py file or a directory")
+    p.add_argument("--tests", required=True, metavar="DIR", help="Trusted visible tests")
+    p.add_argument("--heldout", metavar="DIR", help="Trusted held-out tests")
+    p.add_argument("--reference", metavar="PATH", help="Trusted reference solution")
+    p.add_argument("--module", default="solution", help="Module name the tests import")
+    p.add_argument("--out", metavar="FILE", help="Write the result here (default: stdout)")
+    p.add_argument("--timeout", type=_positive_float, default=60.0, metavar="SECONDS")
+    p.add_argument("--memory-mb", type=_positive_int, default=2048, metavar="MB")
+    p.add_argument("--cpu-seconds", type=_positive_int, default=None, metavar="S")
+    p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
+    p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")
+    p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
     p.add_argument("results", nargs="+", metavar="RESULT.json")

@@ -112,11 +112,19 @@ def build_result(
     error: str | None = None,
     reasons: Sequence[Reason] = (),
     limits: Mapping[str, Any] | None = None,
+    counts_known: bool | None = None,
+    extra_signals: Sequence[Signal] = (),
+    fail_closed: bool = False,
+    extra: Mapping[str, Any] | None = None,
 ) -> ScoreResult:
     """Assemble a ScoreResult. ``error`` is a one-line reason the run is not a full measurement.
 
-    With collection errors the number of tests is unknown, so no count or rate is reported.
+    In plugin mode a collection error leaves the number of tests unknown, so no count or rate
+    is reported; the evaluator knows its expected tests from a trusted collection and passes
+    ``counts_known=True``. With ``fail_closed`` a flagged result is marked rejected.
     """
+    if counts_known is None:
+        counts_known = not collection_errors
     if collection_errors and error is None:
         first = collection_errors[0]
         error = (
@@ -124,23 +132,25 @@ def build_result(
             f"{first.message.splitlines()[-1] if first.message else 'unknown error'}"
         )
     all_reasons = [*heldout_reasons(records), *reasons]
+    flagged = bool(all_reasons)
     return ScoreResult(
         ok=error is None,
         error=error,
         mode=mode,
-        signals=tuple(
-            build_signals(
-                records,
-                duration_s=duration_s,
-                coverage=coverage,
-                counts_known=not collection_errors,
-            )
+        signals=(
+            *build_signals(
+                records, duration_s=duration_s, coverage=coverage, counts_known=counts_known
+            ),
+            *extra_signals,
         ),
         tests=tuple(records),
-        integrity=Integrity(flagged=bool(all_reasons), reasons=tuple(all_reasons)),
+        integrity=Integrity(
+            flagged=flagged, reasons=tuple(all_reasons), rejected=flagged and fail_closed
+        ),
         environment=environment_stamp(),
         limits=limits,
         collection_errors=tuple(collection_errors),
+        extra=dict(extra or {}),
     )
 
 

@@ -188,6 +188,19 @@ class OutcomeTracker:
         if rep.outcome == "failed" and not state.first_subtest_failure:
             state.first_subtest_failure = rep.message
 
+    def interrupt(self, nodeid: str, outcome: Outcome, message: str) -> None:
+        """The run ended while ``nodeid`` was in progress: it gets ``outcome`` unless it had
+        already failed."""
+        state = self._states.get(nodeid)
+        if state is None or state.outcome in ("failed", "error", "timeout"):
+            return
+        if state.outcome is not None:
+            phase: Phase = "teardown"
+        else:
+            phase = "call" if state.setup_passed else "setup"
+        _decide(state, outcome, phase, message)
+        state.reported = True
+
     def records(self) -> list[TestRecord]:
         return [self._record(nodeid, state) for nodeid, state in self._states.items()]
 

@@ -105,6 +105,8 @@ class Reason:
 class Integrity:
     flagged: bool = False
     reasons: tuple[Reason, ...] = ()
+    #: Flagged under fail-closed scoring: fitness functions give it the reject value.
+    rejected: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,7 @@ class ScoreResult:
             ],
             "integrity": {
                 "flagged": self.integrity.flagged,
+                "rejected": self.integrity.rejected,
                 "reasons": [{"code": r.code, "detail": r.detail} for r in self.integrity.reasons],
             },
             "limits": dict(self.limits) if self.limits is not None else None,
@@ -332,6 +335,7 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
             Reason(_expect(r["code"], str, "reason code"), _expect(r["detail"], str, "detail"))
             for r in _expect(integ["reasons"], list, "integrity.reasons")
         ),
+        rejected=_expect(integ.get("rejected", False), bool, "integrity.rejected"),
     )
     return ScoreResult(
         ok=_expect(d["ok"], bool, "ok"),

@@ -1,0 +1,125 @@
+"""Confinement applied inside the child before any candidate code runs.
+
+In order: file descriptors and signals reset, the inherited environment wiped, then (in the
+process that will run pytest) the work directory, an environment built from an allow-list,
+rlimits, Landlock, and last the drop to an unprivileged uid.
+"""
+
+from __future__ import annotations
+
+import os
+import resource
+import signal
+import sys
+import tempfile
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pytest_scorewright import landlock, linux
+from pytest_scorewright.limits import Limits
+
+#: Environment variables the child gets, whatever the parent has; others come only from the
+#: caller's explicit ``env``.
+BASE_ENV = {
+    "PATH": "/usr/local/bin:/usr/bin:/bin",
+    "LANG": "C.UTF-8",
+    "LC_ALL": "C.UTF-8",
+    "PYTHONDONTWRITEBYTECODE": "1",
+    "PYTHONUNBUFFERED": "1",
+    # The child loads exactly the plugins named on its command line.
+    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
+}
+
+MiB = 1024 * 1024
+
+
+def reset_process(keep_fds: Sequence[int]) -> None:
+    """Default signal handlers, empty signal mask, stdin from /dev/null, every fd but
+    ``keep_fds`` and 0-2 closed, and the inherited environment block wiped."""
+    for signum in signal.valid_signals():
+        if signum in (signal.SIGKILL, signal.SIGSTOP):
+            continue
+        try:
+            signal.signal(signum, signal.SIG_DFL)
+        except (OSError, ValueError):
+            continue
+    signal.pthread_sigmask(signal.SIG_SETMASK, [])
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
+    keep = sorted({0, 1, 2, *keep_fds})
+    low = 3
+    for fd in keep:
+        if fd >= low:
+            os.closerange(low, fd)
+            low = fd + 1
+    os.closerange(low, 1 << 20)
+    linux.wipe_initial_environment()
+    _rebind_std_streams()
+
+
+def _rebind_std_streams() -> None:
+    # The host may have replaced sys.stdout (pytest's capture, a notebook, a logging shim)
+    # with objects whose files were just closed; give the child plain streams on fds 0-2.
+    streams = {
+        "stdin": open(0, encoding="utf-8", closefd=False),  # noqa: SIM115
+        "stdout": open(1, "w", encoding="utf-8", errors="backslashreplace", closefd=False),  # noqa: SIM115
+        "stderr": open(2, "w", encoding="utf-8", errors="backslashreplace", closefd=False),  # noqa: SIM115
+    }
+    for name, stream in streams.items():
+        setattr(sys, name, stream)
+        setattr(sys, f"__{name}__", stream)
+
+
+@dataclass(frozen=True)
+class WorkerPlan:
+    cwd: str
+    env: Mapping[str, str]
+    limits: Limits
+    uid: int | None
+    landlock_policy: landlock.Policy | None
+    landlock_abi: int
+
+
+def confine_worker(plan: WorkerPlan) -> dict[str, Any]:
+    """Confine the process that will run pytest; returns what was applied."""
+    os.chdir(plan.cwd)
+    _set_environment(plan.env)
+    limits = plan.limits
+    _limit(resource.RLIMIT_CORE, 0)
+    _limit(resource.RLIMIT_AS, limits.memory_mb * MiB)
+    # Soft below hard: SIGXCPU first (catchable, shows up as a crash), SIGKILL a second later.
+    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_seconds, limits.cpu_seconds + 1))
+    _limit(resource.RLIMIT_NOFILE, limits.open_files)
+    _limit(resource.RLIMIT_FSIZE, limits.file_size_mb * MiB)
+    applied: dict[str, Any] = {"uid": plan.uid, "landlock_abi": 0, "nproc": None}
+    if plan.uid is not None:
+        # Counted per real uid across the system; holds only for a non-root uid, which is
+        # why the uid is dropped, and why each sandbox gets a uid of its own.
+        _limit(resource.RLIMIT_NPROC, limits.processes)
+        applied["nproc"] = limits.processes
+    if plan.landlock_policy is not None and plan.landlock_abi > 0:
+        done = landlock.restrict_self(plan.landlock_policy, plan.landlock_abi)
+        applied.update(landlock_abi=done.abi, landlock_tcp=done.tcp, landlock_scoped=done.scoped)
+    else:
+        linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    if plan.uid is not None:
+        os.setgroups([])
+        os.setgid(plan.uid)
+        os.setuid(plan.uid)
+    return applied
+
+
+def _limit(which: int, value: int) -> None:
+    # Hard limit too, so the candidate cannot raise it back.
+    resource.setrlimit(which, (value, value))
+
+
+def _set_environment(env: Mapping[str, str]) -> None:
+    import posix
+
+    posix.environ.clear()  # the interpreter's own copy of the startup environment
+    os.environ.clear()
+    os.environ.update(env)
+    tempfile.tempdir = None  # forget a temp dir chosen from the parent's environment

@@ -1,0 +1,320 @@
+"""The evaluator: score an untrusted candidate with a trusted test suite, in a sandbox.
+
+The Evaluator is the trusted parent. It never imports candidate code; it learns the expected
+test ids from a trusted collection when it is built, runs each candidate's visible tests and
+held-out tests in separate sandboxed children, and decides every outcome itself.
+"""
+
+from __future__ import annotations
+
+import itertools
+import os
+import sys
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_scorewright import features
+from pytest_scorewright.confine import BASE_ENV, WorkerPlan
+from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.landlock import Policy
+from pytest_scorewright.limits import Limits
+from pytest_scorewright.measure import build_result
+from pytest_scorewright.namespaces import masks_for
+from pytest_scorewright.result import Reason, ScoreResult, Signal
+from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
+from pytest_scorewright.verdict import RunVerdict, judge
+from pytest_scorewright.workspace import CopyReport, Workspace, require_dir
+
+#: Directories every Python needs to read; the rest of the file system is closed to the
+#: child where Landlock is available.
+SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc")
+DEVICES_READ = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+
+_UID_BASE = 1_000_000
+_uid_counter = itertools.count()
+
+_STUB = '''"""Collection stub: stands in for the candidate while the trusted suite is collected."""
+
+
+class _Anything:
+    def __call__(self, *args, **kwargs):
+        return self
+
+    def __getattr__(self, name):
+        return self
+
+
+def __getattr__(name):
+    return _Anything()
+'''
+
+
+class Evaluator:
+    """Score candidate programs with a trusted pytest suite, each in a fresh sandbox.
+
+    Example::
+
+        evaluator = Evaluator("tests/", heldout="heldout/", reference="reference/")
+        result = evaluator.score("candidate.py")  # a .py file or a directory
+        print(result.signal("pass_rate"), result.integrity.flagged)
+
+    ``tests`` and ``heldout`` are directories of trusted tests, copied fresh into the sandbox
+    for every run; ``reference`` is a trusted solution used to collect the expected test ids
+    (without it, the suite is collected against a stand-in module). ``module`` is the name
+    the tests import the candidate under. ``namespaces=False`` skips Linux namespaces even
+    where they work (the degraded mode of docs/sandbox.md, for hosts that forbid them).
+    """
+
+    def __init__(
+        self,
+        tests: str | os.PathLike[str],
+        heldout: str | os.PathLike[str] | None = None,
+        reference: str | os.PathLike[str] | None = None,
+        module: str = "solution",
+        limits: Limits | None = None,
+        network: bool = False,
+        fail_closed: bool = False,
+        env: Mapping[str, str] | None = None,
+        plugins: Sequence[str] = ("pytest_timeout",),
+        workdir: str | os.PathLike[str] | None = None,
+        namespaces: bool = True,
+    ) -> None:
+        if not module.isidentifier():
+            raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
+        self.module = module
+        self.tests = require_dir(tests, "tests directory")
+        self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
+        self.reference = require_candidate(reference, "reference") if reference else None
+        self.limits = limits or Limits()
+        self.network = network
+        self.fail_closed = fail_closed
+        self.env = dict(env or {})
+        self.plugins = tuple(plugins)
+        self.workdir = require_dir(workdir, "work directory") if workdir else None
+        self.features = features.probe()
+        self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
+        self.expected_visible = self._collect(self.tests, all_heldout=False)
+        self.expected_heldout = (
+            self._collect(self.heldout, all_heldout=True) if self.heldout else []
+        )
+
+    # -- public ------------------------------------------------------------------------------
+
+    def score(self, candidate: str | os.PathLike[str]) -> ScoreResult:
+        """Score one candidate: a ``.py`` file (run as ``<module>.py``) or a directory."""
+        path = require_candidate(candidate, "candidate")
+        visible, copied = self._judged_run(path, self.tests, self.expected_visible)
+        runs = [("visible", visible)]
+        if self.heldout is not None:
+            heldout, _ = self._judged_run(path, self.heldout, self.expected_heldout)
+            runs.append(("held-out", heldout))
+        return self._result(path, runs, copied)
+
+    # -- runs --------------------------------------------------------------------------------
+
+    def _judged_run(
+        self, candidate: Path, tests: Path, expected: Sequence[tuple[str, bool]]
+    ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
+        observed, copied = self._run(candidate, tests, ())
+        return (judge(expected, observed, timeout_s=self.limits.timeout_s), observed), copied
+
+    def _collect(self, tests: Path, *, all_heldout: bool) -> list[tuple[str, bool]]:
+        with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
+            source = self.reference
+            if source is None:
+                source = Path(stub_dir, f"{self.module}.py")
+                source.write_text(_STUB, encoding="utf-8")
+            observed, _ = self._run(source, tests, ("--collect-only",))
+        ids: list[tuple[str, bool]] = []
+        problems: list[str] = []
+        for _, message in observed.messages:
+            if message.get("type") == "collected":
+                ids += zip(message["ids"], message["heldout"], strict=True)
+            elif message.get("type") == "collect_error":
+                last = str(message.get("message", "")).strip().splitlines() or [""]
+                problems.append(f"{message.get('nodeid')}: {last[-1]}")
+            elif message.get("type") in ("sandbox_error", "child_error", "internal_error"):
+                problems.append(str(message.get("reason")))
+        what = "the reference" if self.reference else "a stand-in module (pass a reference)"
+        if problems:
+            raise ConfigError(
+                f"the tests in {tests} could not be collected with {what}: {problems[0]}"
+            )
+        if observed.timed_out:
+            raise ConfigError(f"collecting the tests in {tests} timed out; raise the timeout")
+        if not ids:
+            raise ConfigError(f"no tests were collected from {tests}; check the directory")
+        return [(nodeid, heldout or all_heldout) for nodeid, heldout in ids]
+
+    def _run(
+        self, candidate: Path, tests: Path, extra_args: Iterable[str]
+    ) -> tuple[ChildOutcome, CopyReport]:
+        workspace = Workspace.create(candidate, self.module, tests, base=self.workdir)
+        try:
+            uid = self._sandbox_uid()
+            if uid is not None:
+                _hand_over(workspace, uid)
+            spec = self._spec(workspace, uid, tuple(extra_args))
+            return run_sandboxed(spec), workspace.report
+        finally:
+            workspace.remove()
+
+    def _sandbox_uid(self) -> int | None:
+        # Root ignores RLIMIT_NPROC and may signal anything: run as a uid of our own, new for
+        # each run so that concurrent runs share neither a process budget nor signals. That
+        # needs the namespaces (to hide directories the uid could not traverse).
+        if not self.features.root or not self.use_namespaces:
+            return None
+        return _UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
+
+    def _spec(self, ws: Workspace, uid: int | None, extra_args: tuple[str, ...]) -> SandboxSpec:
+        ini = ws.root / "scorewright.ini"
+        ini.write_text("[pytest]\n", encoding="utf-8")
+        args = [
+            str(ws.tests),
+            *("-c", str(ini), "--rootdir", str(ws.root), "--confcutdir", str(ws.tests)),
+            *("-p", "no:cacheprovider", "-p", "pytest_scorewright.plugin"),
+            *itertools.chain.from_iterable(("-p", p) for p in self.plugins),
+            *("-q", "--color=no", "--tb=short"),
+            *extra_args,
+        ]
+        env = {**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **self.env}
+        readable = self._readable_paths(ws)
+        use_namespaces = self.use_namespaces
+        policy = Policy(
+            readable=readable,
+            writable=(str(ws.candidate), str(ws.home), "/dev/null"),
+            deny_tcp=not self.network and not use_namespaces,
+        )
+        return SandboxSpec(
+            worker=WorkerPlan(
+                cwd=str(ws.candidate),
+                env=env,
+                limits=self.limits,
+                uid=uid,
+                landlock_policy=policy,
+                landlock_abi=self.features.landlock_abi,
+            ),
+            pytest_args=tuple(args),
+            extra_path=(str(ws.candidate),),
+            isolate_network=not self.network,
+            masks=tuple(masks_for(_python_paths())) if uid is not None else (),
+            stage_dir=str(ws.root / ".stage"),
+            use_namespaces=use_namespaces,
+        )
+
+    def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:
+        trusted = [p for p in (self.tests, self.heldout, self.reference) if p is not None]
+        python = [p for p in _python_paths() if not any(_overlaps(Path(p), t) for t in trusted)]
+        return (*SYSTEM_READ, *DEVICES_READ, *python, str(ws.root))
+
+    # -- the result --------------------------------------------------------------------------
+
+    def _result(
+        self,
+        candidate: Path,
+        runs: Sequence[tuple[str, tuple[RunVerdict, ChildOutcome]]],
+        copied: CopyReport,
+    ) -> ScoreResult:
+        records = [r for _, (verdict, _) in runs for r in verdict.records]
+        errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
+        reasons: list[Reason] = []
+        if copied.config_files:
+            reasons.append(
+                Reason(
+                    "candidate_config",
+                    "the candidate ships files that could steer pytest or Python (ignored): "
+                    + ", ".join(copied.config_files[:10]),
+                )
+            )
+        for name, (verdict, _) in runs:
+            reasons += [Reason(r.code, f"{name} run: {r.detail}") for r in verdict.reasons]
+            if name == "held-out" and verdict.error:
+                reasons.append(Reason("heldout_run_failed", f"held-out run: {verdict.error}"))
+        observed = [o for _, (_, o) in runs]
+        cpu = [o.cpu_s for o in observed]
+        extra_signals = []
+        if all(c is not None for c in cpu):
+            extra_signals.append(Signal("cpu_s", round(sum(c or 0.0 for c in cpu), 6), "s", False))
+        result = build_result(
+            records,
+            mode="evaluator",
+            duration_s=sum(o.wall_s for o in observed),
+            error="; ".join(errors) or None,
+            reasons=reasons,
+            limits=self._limits_record(runs),
+            counts_known=True,
+            extra_signals=extra_signals,
+            fail_closed=self.fail_closed,
+            extra={"candidate": str(candidate), "output": _tail(observed[0].output)},
+        )
+        return result
+
+    def _limits_record(
+        self, runs: Sequence[tuple[str, tuple[RunVerdict, ChildOutcome]]]
+    ) -> dict[str, Any]:
+        verdict, observed = runs[0][1]
+        applied = verdict.sandbox
+        mode = observed.isolation.get("mode", "unknown")
+        if self.network:
+            network = "allowed (--allow-network)"
+        elif mode == "namespaces":
+            network = "isolated (network namespace: loopback only)"
+        elif applied.get("landlock_tcp"):
+            network = "TCP denied by Landlock; UDP and unix sockets not isolated"
+        else:
+            network = "NOT isolated: no network namespace and no Landlock TCP rules here"
+        return {
+            **self.limits.to_dict(),
+            "sandbox": {
+                "processes": mode,
+                "why_not_namespaces": observed.isolation.get("why"),
+                "uid": applied.get("uid"),
+                "nproc_enforced": applied.get("nproc") is not None,
+                "landlock_abi": applied.get("landlock_abi", 0),
+                "network": network,
+            },
+        }
+
+
+def require_candidate(path: str | os.PathLike[str], what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{what} {os.fspath(p)!r} does not exist; check the path")
+    if p.is_file() and p.suffix != ".py":
+        raise ConfigError(f"{what} {os.fspath(p)!r} is not a .py file or a directory")
+    if not p.is_file() and not p.is_dir():
+        raise ConfigError(f"{what} {os.fspath(p)!r} is not a regular file or a directory")
+    return p.resolve()
+
+
+def _python_paths() -> list[str]:
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(p for p in sys.path if p and os.path.isabs(p))
+    return sorted(p for p in paths if os.path.exists(p))
+
+
+def _overlaps(a: Path, b: Path) -> bool:
+    a, b = a.resolve(), b.resolve()
+    return a == b or a in b.parents or b in a.parents
+
+
+def _hand_over(ws: Workspace, uid: int) -> None:
+    """Make the work dir usable by ``uid``: its own files writable, the tests read-only."""
+    os.chmod(ws.root, 0o755)  # noqa: S103 - the sandbox uid must traverse it, not write it
+    for top in (ws.candidate, ws.home):
+        for dirpath, _, filenames in os.walk(top):
+            os.chown(dirpath, uid, uid)
+            for name in filenames:
+                os.chown(os.path.join(dirpath, name), uid, uid)
+    os.chmod(ws.home, 0o700)
+    for dirpath, _, filenames in os.walk(ws.tests):
+        os.chmod(dirpath, 0o755)  # noqa: S103 - readable tests, writable by root only
+        for name in filenames:
+            os.chmod(os.path.join(dirpath, name), 0o644)
+
+
+def _tail(text: str, limit: int = 4096) -> str:
+    return text if len(text) <= limit else "…" + text[-limit:]

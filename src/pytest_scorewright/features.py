@@ -1,0 +1,42 @@
+"""What this machine's kernel lets the sandbox use, probed once per process."""
+
+from __future__ import annotations
+
+import functools
+import os
+from dataclasses import dataclass
+
+from pytest_scorewright import landlock
+from pytest_scorewright.namespaces import try_unshare
+
+
+@dataclass(frozen=True)
+class Features:
+    #: New PID + mount namespaces can be entered (None), or the reason they cannot.
+    namespaces_unavailable: str | None
+    landlock_abi: int
+    root: bool
+
+
+@functools.cache
+def probe() -> Features:
+    return Features(
+        namespaces_unavailable=_probe_namespaces(),
+        landlock_abi=landlock.abi_version(),
+        root=os.geteuid() == 0,
+    )
+
+
+def _probe_namespaces() -> str | None:
+    # unshare in a throwaway child: the answer depends on privileges, seccomp and AppArmor.
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the probe child
+        why = try_unshare(isolate_network=True)
+        os.write(write_end, (why or "").encode()[:200])
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        answer = fh.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    return answer or None

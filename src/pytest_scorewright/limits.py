@@ -1,0 +1,57 @@
+"""Resource limits for one sandboxed pytest run."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pytest_scorewright.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Limits on one sandboxed run (the visible run and the held-out run each get them).
+
+    Example::
+
+        Limits(timeout_s=20, memory_mb=512)
+    """
+
+    #: Wall-clock deadline, enforced by the parent, which then kills the child's whole tree.
+    timeout_s: float = 60.0
+    #: CPU seconds (RLIMIT_CPU); None means the wall deadline rounded up.
+    cpu_s: int | None = None
+    #: Address space in MiB (RLIMIT_AS).
+    memory_mb: int = 2048
+    #: Open file descriptors (RLIMIT_NOFILE).
+    open_files: int = 256
+    #: Largest file the child may write, in MiB (RLIMIT_FSIZE).
+    file_size_mb: int = 64
+    #: Processes and threads of the sandbox user (RLIMIT_NPROC; holds only after a uid drop).
+    processes: int = 64
+    #: Bytes of the child's stdout+stderr kept; the rest is read and dropped.
+    output_bytes: int = 64 * 1024
+    #: Extra time after the deadline for the parent to collect a killed child.
+    grace_s: float = 2.0
+
+    def __post_init__(self) -> None:
+        for name in ("timeout_s", "memory_mb", "open_files", "file_size_mb", "processes"):
+            value = getattr(self, name)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or value <= 0:
+                raise ConfigError(f"Limits.{name} must be a positive number, not {value!r}")
+            if not math.isfinite(value):
+                raise ConfigError(f"Limits.{name} must be finite, not {value!r}")
+        if self.cpu_s is not None and (not isinstance(self.cpu_s, int) or self.cpu_s <= 0):
+            raise ConfigError(f"Limits.cpu_s must be a positive integer, not {self.cpu_s!r}")
+        if self.open_files < 32:
+            raise ConfigError("Limits.open_files must be at least 32: pytest itself needs them")
+
+    @property
+    def cpu_seconds(self) -> int:
+        return self.cpu_s if self.cpu_s is not None else max(1, math.ceil(self.timeout_s))
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["cpu_s"] = self.cpu_seconds
+        return data

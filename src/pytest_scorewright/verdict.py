@@ -1,0 +1,248 @@
+"""The parent's verdict on one sandboxed run: expected tests and observed evidence in, test
+records out.
+
+The child's messages are evidence, not a verdict. The expected test ids come from a trusted
+collection; a test the child never reported did not pass; reports for tests nobody expected,
+repeated reports, reports after the session's end and malformed reports are ignored and
+recorded as integrity reasons; a session that ended early is an error with its reason; and
+each test's duration is the parent's own clock between messages.
+"""
+
+from __future__ import annotations
+
+import math
+import signal as _signal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from pytest_scorewright.outcomes import OutcomeTracker, PhaseReport
+from pytest_scorewright.result import CollectionError, Reason, TestRecord, bound_message
+from pytest_scorewright.supervisor import ChildOutcome
+
+_WHEN = ("setup", "call", "teardown")
+_PYTEST_OUTCOMES = ("passed", "failed", "skipped")
+
+
+@dataclass
+class RunVerdict:
+    records: list[TestRecord]
+    error: str | None
+    reasons: list[Reason] = field(default_factory=list)
+    collection_errors: list[CollectionError] = field(default_factory=list)
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    finished: bool = False
+
+
+@dataclass
+class _Evidence:
+    expected: Mapping[str, bool]
+    tracker: OutcomeTracker
+    reasons: list[Reason] = field(default_factory=list)
+    collection_errors: list[CollectionError] = field(default_factory=list)
+    seen: set[tuple[str, str]] = field(default_factory=set)
+    spans: dict[str, float] = field(default_factory=dict)
+    last_end: float = 0.0
+    current: str | None = None
+    finish: int | None = None
+    session_error: str | None = None
+    sandbox: dict[str, Any] = field(default_factory=dict)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def note(self, code: str, detail: str) -> None:
+        # One reason per code, with a count: a flood of forged reports is one finding.
+        self.counts[code] = self.counts.get(code, 0) + 1
+        if self.counts[code] == 1:
+            self.reasons.append(Reason(code, bound_message(detail, 300)))
+
+
+def judge(
+    expected: Sequence[tuple[str, bool]], observed: ChildOutcome, *, timeout_s: float
+) -> RunVerdict:
+    """Decide every expected test's outcome from what the parent observed."""
+    ev = _Evidence(expected=dict(expected), tracker=OutcomeTracker())
+    ev.tracker.expect_all(expected)
+    for index, (arrived, message) in enumerate(observed.messages):
+        _consider(ev, index, arrived, message)
+    error = _session_error(ev, observed, timeout_s)
+    if error is not None and ev.current is not None:
+        ev.tracker.interrupt(
+            ev.current,
+            "timeout" if observed.timed_out else "error",
+            f"the run ended during this test: {error}",
+        )
+    records = [
+        _with_parent_duration(record, ev.spans.get(record.nodeid))
+        for record in ev.tracker.records()
+        if record.nodeid in ev.expected
+    ]
+    for code, count in ev.counts.items():
+        if count > 1:
+            ev.reasons = [
+                Reason(r.code, f"{r.detail} (x{count})") if r.code == code else r
+                for r in ev.reasons
+            ]
+    return RunVerdict(
+        records=records,
+        error=error,
+        reasons=ev.reasons,
+        collection_errors=ev.collection_errors,
+        sandbox=ev.sandbox,
+        finished=ev.finish is not None,
+    )
+
+
+def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]) -> None:
+    kind = message.get("type")
+    if kind == "sandbox":
+        if index == 0:  # only before any candidate code could have written
+            ev.sandbox = {k: v for k, v in message.items() if k != "type"}
+        else:
+            ev.note("forged_message", "a sandbox message arrived after candidate code ran")
+        return
+    if ev.finish is not None:
+        ev.note("message_after_finish", f"a {kind!r} message arrived after pytest finished")
+        return
+    if kind == "report":
+        _consider_report(ev, arrived, message)
+    elif kind == "collect_error":
+        nodeid, text = message.get("nodeid"), message.get("message")
+        if isinstance(nodeid, str) and isinstance(text, str):
+            ev.collection_errors.append(CollectionError(nodeid, bound_message(text)))
+    elif kind == "collected":
+        ids = message.get("ids")
+        if isinstance(ids, list):
+            extra = [i for i in ids if i not in ev.expected]
+            if extra:
+                ev.note("unexpected_test", f"collected tests nobody expected: {extra[:3]}")
+            ev.last_end = max(ev.last_end, arrived)
+    elif kind == "finish":
+        status = message.get("exitstatus")
+        ev.finish = status if isinstance(status, int) and not isinstance(status, bool) else -1
+    elif kind in ("interrupted", "internal_error", "child_error", "sandbox_error", "oversize"):
+        reason = str(message.get("reason", message.get("of", "")))
+        ev.session_error = ev.session_error or _describe_event(kind, reason)
+    else:
+        ev.note("malformed_message", f"an unknown message type {str(kind)[:40]!r}")
+
+
+def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    rep = _parse_report(message)
+    if rep is None:
+        ev.note("malformed_message", "a report with missing or mistyped fields")
+        return
+    if rep.nodeid not in ev.expected:
+        ev.note("unexpected_test", f"a report for a test nobody expected: {rep.nodeid[:200]}")
+        return
+    if not rep.subtest:
+        key = (rep.nodeid, rep.when)
+        if key in ev.seen:
+            ev.note("duplicate_report", f"{rep.when} of {rep.nodeid[:200]} reported twice")
+            return
+        if _WHEN.index(rep.when) > 0 and (rep.nodeid, "setup") not in ev.seen:
+            ev.note("phase_out_of_order", f"{rep.when} of {rep.nodeid[:200]} before its setup")
+            return
+        ev.seen.add(key)
+    # Parent clock: a test's span runs from the end of the previous test to its last report.
+    if rep.when == "setup" and not rep.subtest:
+        ev.current = rep.nodeid
+    ev.spans[rep.nodeid] = round(arrived - ev.last_end + ev.spans.get(rep.nodeid, 0.0), 6)
+    ev.last_end = arrived
+    if rep.when == "teardown":
+        ev.current = None
+    ev.tracker.add(
+        PhaseReport(
+            nodeid=rep.nodeid,
+            when=rep.when,
+            outcome=rep.outcome,
+            duration=rep.duration,
+            message=rep.message,
+            wasxfail=rep.wasxfail,
+            subtest=rep.subtest,
+            heldout=ev.expected[rep.nodeid],  # the trusted collection decides, not the child
+        )
+    )
+
+
+def _parse_report(m: dict[str, Any]) -> PhaseReport | None:
+    nodeid, when, outcome = m.get("nodeid"), m.get("when"), m.get("outcome")
+    duration, text = m.get("duration"), m.get("message", "")
+    if not (isinstance(nodeid, str) and when in _WHEN and outcome in _PYTEST_OUTCOMES):
+        return None
+    if not isinstance(duration, (int, float)) or isinstance(duration, bool):
+        return None
+    if not math.isfinite(duration) or duration < 0 or not isinstance(text, str):
+        return None
+    flags = (m.get("wasxfail", False), m.get("subtest", False))
+    if not all(isinstance(f, bool) for f in flags):
+        return None
+    return PhaseReport(
+        nodeid=nodeid,
+        when=str(when),
+        outcome=str(outcome),
+        duration=float(duration),
+        message=bound_message(text),
+        wasxfail=flags[0],
+        subtest=flags[1],
+    )
+
+
+def _describe_event(kind: str, reason: str) -> str:
+    return {
+        "interrupted": f"session interrupted ({reason})",
+        "internal_error": f"pytest internal error: {reason}",
+        "child_error": f"pytest could not run: {reason}",
+        "sandbox_error": f"sandbox setup failed: {reason}",
+        "oversize": f"the child sent an oversized {reason!r} message",
+    }[kind]
+
+
+def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> str | None:
+    if observed.timed_out:
+        where = f" while running {ev.current}" if ev.current else ""
+        return f"timed out after {timeout_s:g}s{where}"
+    if observed.channel_error is not None:
+        return f"message channel broken: {observed.channel_error}"
+    if ev.collection_errors:
+        first = ev.collection_errors[0]
+        last_line = first.message.strip().splitlines()[-1] if first.message.strip() else ""
+        return (
+            f"{len(ev.collection_errors)} test file(s) could not be collected with the "
+            f"candidate; first: {first.nodeid}: {last_line}"
+        )
+    if ev.session_error is not None:
+        return ev.session_error
+    if observed.signal is not None:
+        return f"the test process was killed by {_signal_name(observed.signal)}"
+    if ev.finish is None:
+        code = observed.exit_code
+        return f"the test process exited before pytest finished (exit status {code})"
+    if ev.finish not in (0, 1):
+        return f"pytest ended with exit status {ev.finish}"
+    return None
+
+
+def _signal_name(number: int) -> str:
+    try:
+        name = _signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
+    hint = {
+        "SIGXCPU": " (CPU time limit exceeded)",
+        "SIGKILL": " (a resource limit, or killed from outside)",
+        "SIGSEGV": " (segmentation fault)",
+        "SIGXFSZ": " (file size limit exceeded)",
+    }.get(name, "")
+    return name + hint
+
+
+def _with_parent_duration(record: TestRecord, span: float | None) -> TestRecord:
+    return TestRecord(
+        nodeid=record.nodeid,
+        outcome=record.outcome,
+        phase=record.phase,
+        heldout=record.heldout,
+        duration_s=span if record.duration_s is not None else None,
+        message=record.message,
+        subtests=record.subtests,
+    )

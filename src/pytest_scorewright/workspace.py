@@ -1,0 +1,117 @@
+"""The child's work directory: a fresh copy of the candidate and of the trusted tests.
+
+Layout (one per run)::
+
+    <root>/candidate/   the candidate's files; appended to sys.path, never an ancestor of tests
+    <root>/tests/       a fresh copy of the trusted tests (visible or held-out)
+    <root>/home/        private HOME and TMPDIR
+
+Copies never follow a symlink and never copy a special file, so a candidate directory that
+links to /etc or to the held-out tests brings nothing with it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pytest_scorewright.errors import ConfigError
+
+#: Files a candidate might use to steer pytest or the interpreter. Never read; their presence
+#: is reported.
+CONFIG_NAMES = frozenset(
+    {
+        "conftest.py",
+        "pytest.ini",
+        ".pytest.ini",
+        "pyproject.toml",
+        "setup.cfg",
+        "tox.ini",
+        "sitecustomize.py",
+        "usercustomize.py",
+        "pytest.py",
+        "_pytest",
+        "pluggy",
+        "py.py",
+    }
+)
+
+MAX_FILES = 5000
+MAX_BYTES = 128 * 1024 * 1024
+
+
+@dataclass
+class CopyReport:
+    files: int = 0
+    bytes: int = 0
+    skipped: list[str] = field(default_factory=list)
+    config_files: list[str] = field(default_factory=list)
+
+
+def copy_tree(
+    source: Path, dest: Path, report: CopyReport, *, trusted: bool, top: Path | None = None
+) -> None:
+    """Copy regular files and directories from ``source`` into ``dest`` without following
+    symlinks; special files and links are skipped and listed in ``report``."""
+    top = top or source
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in sorted(os.scandir(source), key=lambda e: e.name):
+        rel = os.path.relpath(entry.path, top)
+        st = entry.stat(follow_symlinks=False)
+        if not trusted and (entry.name in CONFIG_NAMES or entry.name.endswith(".pth")):
+            report.config_files.append(rel)
+        if stat.S_ISDIR(st.st_mode):
+            if entry.name in ("__pycache__", ".git"):
+                continue
+            copy_tree(Path(entry.path), dest / entry.name, report, trusted=trusted, top=top)
+        elif stat.S_ISREG(st.st_mode):
+            report.files += 1
+            report.bytes += st.st_size
+            if report.files > MAX_FILES or report.bytes > MAX_BYTES:
+                raise ConfigError(
+                    f"{source} is too large to score (over {MAX_FILES} files or "
+                    f"{MAX_BYTES // 2**20} MiB); point at the candidate's own directory"
+                )
+            shutil.copyfile(entry.path, dest / entry.name, follow_symlinks=False)
+        else:
+            report.skipped.append(rel)
+
+
+def require_dir(path: str | os.PathLike[str], what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{what} {os.fspath(p)!r} does not exist; check the path")
+    if not p.is_dir():
+        raise ConfigError(f"{what} {os.fspath(p)!r} is not a directory; give the directory")
+    return p.resolve()
+
+
+@dataclass
+class Workspace:
+    root: Path
+    candidate: Path
+    tests: Path
+    home: Path
+    report: CopyReport
+
+    @classmethod
+    def create(
+        cls, candidate: Path, module: str, tests: Path, base: Path | None = None
+    ) -> Workspace:
+        root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
+        ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
+        ws.home.mkdir()
+        if candidate.is_dir():
+            copy_tree(candidate, ws.candidate, ws.report, trusted=False)
+        else:
+            ws.candidate.mkdir()
+            shutil.copyfile(candidate, ws.candidate / f"{module}.py")
+        copy_tree(tests, ws.tests, CopyReport(), trusted=True)
+        return ws
+
+    def remove(self) -> None:
+        shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,96 @@
+"""`scorewright score`: exit 0 whenever a result was written, 2 for usage errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import validate
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+
+
+def _score(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_scorewright.cli", "score", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        cwd=cwd,
+        timeout=120,
+    )
+
+
+def _example_args() -> list[str]:
+    return [
+        "--tests",
+        str(EXAMPLE / "tests"),
+        "--heldout",
+        str(EXAMPLE / "heldout"),
+        "--reference",
+        str(EXAMPLE / "reference"),
+    ]
+
+
+def test_scoring_the_example_writes_a_valid_result(tmp_path: Path) -> None:
+    out = tmp_path / "fitness.json"
+    done = _score(str(EXAMPLE / "solution.py"), *_example_args(), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    validate(data)
+    assert data["mode"] == "evaluator"
+    signals = {s["name"]: s["value"] for s in data["signals"]}
+    assert signals["visible_pass_rate"] == 1.0
+    assert signals["heldout_pass_rate"] == 0.5
+    assert "8/9 passed" in done.stderr
+
+
+def test_without_out_the_result_goes_to_stdout(tmp_path: Path) -> None:
+    done = _score(str(EXAMPLE / "reference" / "solution.py"), *_example_args())
+    assert done.returncode == 0, done.stderr
+    validate(json.loads(done.stdout))
+
+
+def test_a_hanging_candidate_still_exits_zero_with_a_result(tmp_path: Path) -> None:
+    candidate = tmp_path / "hang.py"
+    candidate.write_text("def encode(text):\n    while True: pass\n\ndecode = encode\n")
+    out = tmp_path / "r.json"
+    done = _score(str(candidate), *_example_args(), "--out", str(out), "--timeout", "2")
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text())
+    assert data["ok"] is False
+    assert "timed out after 2s" in data["error"]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (
+            ["missing.py", "--tests", str(EXAMPLE / "tests")],
+            "candidate 'missing.py' does not exist",
+        ),
+        (
+            [str(EXAMPLE / "solution.py"), "--tests", "no/such/dir"],
+            "tests directory 'no/such/dir' does not exist",
+        ),
+        (
+            [str(EXAMPLE / "solution.py"), "--tests", str(EXAMPLE / "tests"), "--module", "a-b"],
+            "module 'a-b' is not a Python module name",
+        ),
+        (
+            [str(EXAMPLE / "solution.py"), "--tests", str(EXAMPLE / "tests"), "--out", "/proc/x/y"],
+            "cannot write the result to '/proc/x/y'",
+        ),
+    ],
+    ids=["missing_candidate", "missing_tests", "bad_module", "unwritable_out"],
+)
+def test_usage_errors_are_one_line_and_exit_two(args: list[str], message: str) -> None:
+    done = _score(*args)
+    assert done.returncode == 2
+    assert message in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    assert "Traceback" not in done.stderr

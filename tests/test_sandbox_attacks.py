@@ -1,0 +1,560 @@
+"""Each sandbox claim, tested with a real hostile candidate.
+
+Every candidate here is wrong or hostile; for each one the scorer must stay alive, return a
+bounded result within the deadline, credit no wrong candidate with a full pass, and leave no
+process, file or secret behind. docs/sandbox.md points at these tests claim by claim.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import textwrap
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.features import probe
+from pytest_scorewright.limits import Limits
+from pytest_scorewright.result import ScoreResult
+
+SECRET = "sw-secret-5f1c9e"  # noqa: S105 - a canary, not a credential
+
+REFERENCE = """
+def add(a, b):
+    return a + b
+"""
+
+VISIBLE_TESTS = """
+from solution import add
+
+def test_small():
+    assert add(1, 2) == 3
+
+def test_negative():
+    assert add(-1, -1) == -2
+
+def test_zero():
+    assert add(0, 0) == 0
+"""
+
+HELDOUT_TESTS = """
+from solution import add
+
+def test_large():
+    assert add(10**6, 1) == 1000001
+"""
+
+TIMEOUT_S = 4.0
+
+needs_root_sandbox = pytest.mark.skipif(
+    os.geteuid() != 0 or probe().namespaces_unavailable is not None,
+    reason="needs root and Linux namespaces (the uid-drop sandbox)",
+)
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("task")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_add.py").write_text(VISIBLE_TESTS)
+    (root / "heldout").mkdir()
+    (root / "heldout" / "test_add_heldout.py").write_text(HELDOUT_TESTS)
+    (root / "reference").mkdir()
+    (root / "reference" / "solution.py").write_text(REFERENCE)
+    return root
+
+
+@pytest.fixture(scope="module")
+def evaluator(task: Path) -> Iterator[Evaluator]:
+    os.environ["SCOREWRIGHT_TEST_SECRET"] = SECRET
+    try:
+        yield Evaluator(
+            task / "tests",
+            heldout=task / "heldout",
+            reference=task / "reference",
+            limits=Limits(timeout_s=TIMEOUT_S, memory_mb=512, processes=32, grace_s=1.0),
+        )
+    finally:
+        del os.environ["SCOREWRIGHT_TEST_SECRET"]
+
+
+def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResult, float]:
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text(textwrap.dedent(source))
+    started = time.monotonic()
+    result = evaluator.score(candidate)
+    elapsed = time.monotonic() - started
+    text = result.to_json()
+    assert len(text.encode()) < 5 * 1024 * 1024
+    assert SECRET not in text
+    assert result.signal("pass_rate") != 1.0, "a wrong candidate got a full pass"
+    assert elapsed < 2 * (TIMEOUT_S + 1.0) + 5, elapsed
+    assert _sandbox_processes() == [], "a candidate process outlived score()"
+    return result, elapsed
+
+
+def _sandbox_processes() -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if os.stat(f"/proc/{entry}").st_uid >= 1_000_000:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def outcomes(result: ScoreResult) -> dict[str, str]:
+    return {t.nodeid.split("::")[-1]: t.outcome for t in result.tests}
+
+
+# -- honest baseline -------------------------------------------------------------------------
+
+
+def test_the_reference_scores_a_full_pass(evaluator: Evaluator, task: Path) -> None:
+    result = evaluator.score(task / "reference" / "solution.py")
+    assert result.ok, result.error
+    assert result.signal("pass_rate") == 1.0
+    assert result.signal("heldout_pass_rate") == 1.0
+    assert not result.integrity.flagged
+
+
+# -- hangs and resource attacks --------------------------------------------------------------
+
+
+def test_a_cpu_spin_times_out_and_is_killed(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, elapsed = score(evaluator, tmp_path, "def add(a, b):\n    while True: pass\n")
+    assert result.error is not None
+    assert "timed out after 4s" in result.error
+    assert outcomes(result)["test_small"] == "timeout"
+    assert elapsed >= TIMEOUT_S
+
+
+def test_sleep_with_sigterm_ignored_is_killed_at_the_deadline(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        """
+        import signal, time
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        def add(a, b):
+            time.sleep(3600)
+        """,
+    )
+    assert result.error is not None
+    assert "timed out" in result.error
+
+
+@needs_root_sandbox
+def test_a_setsid_daemon_does_not_outlive_the_run(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        """
+        import os, time
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                while True:
+                    time.sleep(0.01)
+            os._exit(0)
+        def add(a, b):
+            return a - b
+        """,
+    )
+    assert outcomes(result)["test_small"] == "failed"
+
+
+@needs_root_sandbox
+def test_a_fork_bomb_is_stopped_by_the_process_limit(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        """
+        import os
+        def add(a, b):
+            children = 0
+            try:
+                while True:
+                    if os.fork() == 0:
+                        import time; time.sleep(30); os._exit(0)
+                    children += 1
+            except OSError as exc:
+                raise AssertionError(f"stopped after {children} forks: {exc}")
+        """,
+    )
+    small = next(t for t in result.tests if t.nodeid.endswith("test_small"))
+    assert small.outcome == "failed"
+    assert small.message is not None
+    assert "Resource temporarily unavailable" in small.message
+
+
+def test_a_memory_bomb_fails_its_test(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator, tmp_path, "def add(a, b):\n    return len(bytearray(10**10)) + a + b\n"
+    )
+    small = next(t for t in result.tests if t.nodeid.endswith("test_small"))
+    assert small.outcome == "failed"
+    assert small.message is not None
+    assert "MemoryError" in small.message
+
+
+def test_a_thread_that_never_ends_does_not_hang_the_scorer(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    result, elapsed = score(
+        evaluator,
+        tmp_path,
+        """
+        import threading, time
+        threading.Thread(target=lambda: time.sleep(3600)).start()
+        def add(a, b):
+            return a * b
+        """,
+    )
+    assert result.ok
+    assert elapsed < TIMEOUT_S
+
+
+def test_an_atexit_handler_that_hangs_never_runs(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, elapsed = score(
+        evaluator,
+        tmp_path,
+        """
+        import atexit, os, time
+        atexit.register(lambda: time.sleep(3600))
+        atexit.register(lambda: os._exit(0))
+        def add(a, b):
+            return 0
+        """,
+    )
+    assert result.ok
+    assert elapsed < TIMEOUT_S
+    assert outcomes(result)["test_zero"] == "passed"
+    assert outcomes(result)["test_small"] == "failed"
+
+
+def test_sigalrm_tampering_cannot_stop_the_parents_clock(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        """
+        import signal
+        signal.signal(signal.SIGALRM, signal.SIG_IGN)
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        def add(a, b):
+            while True:
+                signal.alarm(0)
+        """,
+    )
+    assert result.error is not None
+    assert "timed out" in result.error
+
+
+def test_infinite_recursion_fails_the_test(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(evaluator, tmp_path, "def add(a, b):\n    return add(a, b)\n")
+    assert outcomes(result)["test_small"] == "failed"
+
+
+def test_a_segfault_is_a_crash_not_a_pass(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        "import ctypes\ndef add(a, b):\n    return ctypes.string_at(0)\n",
+    )
+    assert result.error is not None
+    assert "SIGSEGV" in result.error
+    assert outcomes(result)["test_small"] == "error"
+    assert outcomes(result)["test_negative"] == "not_run"
+
+
+def test_raising_its_own_limits_is_refused(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        """
+        import resource
+        def add(a, b):
+            resource.setrlimit(resource.RLIMIT_AS, (resource.RLIM_INFINITY,) * 2)
+            return a + b
+        """,
+    )
+    assert outcomes(result)["test_small"] == "failed"
+
+
+# -- attacks on the verdict ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("code", "error_part"),
+    [
+        ("import os\nos._exit(0)\n", "exited before pytest finished (exit status 0)"),
+        ("import sys\nsys.exit(0)\n", "pytest internal error: SystemExit: 0"),
+        ("import pytest\npytest.exit('done', returncode=0)\n", "Exit: done"),
+        ("raise KeyboardInterrupt\n", "session interrupted"),
+        ("import os\nos.closerange(0, 4096)\n", "exited before pytest finished"),
+    ],
+    ids=["os_exit", "sys_exit", "pytest_exit", "keyboard_interrupt", "close_all_fds"],
+)
+def test_early_exits_at_import_never_count_as_passes(
+    evaluator: Evaluator, tmp_path: Path, code: str, error_part: str
+) -> None:
+    result, _ = score(evaluator, tmp_path, code + "def add(a, b):\n    return a + b\n")
+    assert result.error is not None
+    assert error_part in result.error
+    assert result.signal("tests_passed") == 0
+    assert set(outcomes(result).values()) <= {"not_run", "error"}
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        "import pytest\n    pytest.skip('hard')",
+        "import pytest\n    pytest.xfail('hard')",
+        "raise KeyboardInterrupt",
+        "import pytest\n    pytest.exit('x', returncode=0)",
+    ],
+    ids=["skip", "xfail", "keyboard_interrupt", "pytest_exit"],
+)
+def test_skips_xfails_and_escapes_from_candidate_code_are_not_passes(
+    evaluator: Evaluator, tmp_path: Path, body: str
+) -> None:
+    result, _ = score(evaluator, tmp_path, f"def add(a, b):\n    {body}\n")
+    assert result.signal("tests_passed") == 0
+
+
+def test_a_module_level_skip_skips_nothing_into_a_pass(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        "import pytest\npytest.skip('nope', allow_module_level=True)\ndef add(a, b): pass\n",
+    )
+    assert result.signal("tests_passed") == 0
+    assert set(outcomes(result).values()) == {"not_run"}
+
+
+def test_a_candidate_conftest_is_ignored_and_reported(evaluator: Evaluator, tmp_path: Path) -> None:
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    (candidate / "solution.py").write_text("def add(a, b):\n    return 0\n")
+    (candidate / "conftest.py").write_text(
+        textwrap.dedent(
+            """
+            import pytest
+            @pytest.hookimpl(wrapper=True)
+            def pytest_runtest_makereport(item, call):
+                report = yield
+                report.outcome = "passed"
+                return report
+            """
+        )
+    )
+    (candidate / "pytest.ini").write_text("[pytest]\naddopts = -k test_zero\n")
+    result = evaluator.score(candidate)
+    assert outcomes(result)["test_small"] == "failed"
+    assert result.integrity.flagged
+    reason = next(r for r in result.integrity.reasons if r.code == "candidate_config")
+    assert "conftest.py" in reason.detail
+    assert "pytest.ini" in reason.detail
+
+
+def test_a_stale_pyc_never_scores_an_old_candidate(evaluator: Evaluator, tmp_path: Path) -> None:
+    import py_compile
+
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    source = candidate / "solution.py"
+    source.write_text("def add(a, b):\n    return a + b\n")
+    py_compile.compile(
+        str(source), cfile=str(candidate / "__pycache__" / "solution.cpython-311.pyc")
+    )
+    source.write_text("def add(a, b):\n    return a - b\n")
+    os.utime(source, (0, 0))  # make the stale .pyc look fresh
+    result = evaluator.score(candidate)
+    assert outcomes(result)["test_small"] == "failed"
+
+
+# -- attacks on the parent, the host and the secrets ----------------------------------------
+
+
+@needs_root_sandbox
+def test_the_candidate_cannot_kill_or_read_the_parent(evaluator: Evaluator, tmp_path: Path) -> None:
+    parent = os.getpid()
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        f"""
+        import os, signal
+        found = []
+        for target in ({parent}, os.getppid(), 1):
+            for sig in (signal.SIGKILL, signal.SIGSTOP):
+                try:
+                    os.kill(target, sig)
+                    found.append(f"signalled {{target}}")
+                except OSError as exc:
+                    pass
+            try:
+                found.append(open(f"/proc/{{target}}/environ").read())
+            except OSError:
+                pass
+        try:
+            found.append(open("/proc/self/environ").read())
+        except OSError:
+            pass
+        found.append(str(dict(os.environ)))
+        def add(a, b):
+            raise AssertionError(repr(found))
+        """,
+    )
+    assert os.getpid() == parent  # still here, still running
+    message = next(t.message for t in result.tests if t.nodeid.endswith("test_small"))
+    assert message is not None
+    assert f"signalled {parent}" not in message
+
+
+@needs_root_sandbox
+def test_writes_outside_the_work_dir_fail_and_the_tests_stay_unchanged(
+    evaluator: Evaluator, tmp_path: Path, task: Path
+) -> None:
+    outside = tmp_path / "pwned.txt"
+    victim = task / "tests" / "test_add.py"
+    before = victim.read_text()
+    score(
+        evaluator,
+        tmp_path,
+        f"""
+        import glob, os
+        for path in [{str(outside)!r}, {str(victim)!r}, "/tmp/pwned-by-candidate"]:
+            try:
+                with open(path, "w") as fh:
+                    fh.write("pwned")
+            except OSError:
+                pass
+        for path in glob.glob("../tests/*.py"):
+            try:
+                with open(path, "w") as fh:
+                    fh.write("def test_small(): pass")
+            except OSError:
+                pass
+        def add(a, b):
+            return 0
+        """,
+    )
+    assert not outside.exists()
+    assert not Path("/tmp/pwned-by-candidate").exists()
+    assert victim.read_text() == before
+
+
+@needs_root_sandbox
+def test_heldout_and_reference_files_are_unreadable(
+    evaluator: Evaluator, tmp_path: Path, task: Path
+) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        f"""
+        leaked = []
+        for path in [{str(task / "heldout" / "test_add_heldout.py")!r},
+                     {str(task / "reference" / "solution.py")!r}]:
+            try:
+                leaked.append(open(path).read())
+            except OSError as exc:
+                leaked.append(type(exc).__name__)
+        def add(a, b):
+            raise AssertionError(repr(leaked))
+        """,
+    )
+    message = next(t.message for t in result.tests if t.nodeid.endswith("test_small"))
+    assert message is not None
+    assert "1000001" not in message
+    assert "return a + b" not in message
+
+
+def test_no_connection_reaches_a_loopback_listener(evaluator: Evaluator, tmp_path: Path) -> None:
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(5)
+    listener.settimeout(0.2)
+    port = listener.getsockname()[1]
+    accepted: list[object] = []
+
+    def accept() -> None:
+        deadline = time.monotonic() + TIMEOUT_S + 2
+        while time.monotonic() < deadline:
+            try:
+                accepted.append(listener.accept())
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept)
+    thread.start()
+    try:
+        result, _ = score(
+            evaluator,
+            tmp_path,
+            f"""
+            import socket
+            def add(a, b):
+                socket.create_connection(("127.0.0.1", {port}), timeout=1).sendall(b"hi")
+                return a + b
+            """,
+        )
+    finally:
+        thread.join()
+        listener.close()
+    assert accepted == []
+    assert outcomes(result)["test_small"] == "failed"
+
+
+# -- attacks on the result -------------------------------------------------------------------
+
+
+def test_flooding_stdout_yields_a_bounded_result(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator,
+        tmp_path,
+        """
+        import os
+        def add(a, b):
+            chunk = b"x" * (1 << 20)
+            for _ in range(2000):
+                os.write(1, chunk)
+            return 0
+        """,
+    )
+    assert len(json.dumps(result.extra)) < 10_000
+
+
+def test_a_huge_exception_message_is_bounded(evaluator: Evaluator, tmp_path: Path) -> None:
+    result, _ = score(
+        evaluator, tmp_path, "def add(a, b):\n    raise ValueError('x' * (100 * 2**20))\n"
+    )
+    assert all(len(t.message or "") <= 2048 for t in result.tests)
+
+
+def test_a_symlink_in_the_candidate_dir_is_not_followed(
+    evaluator: Evaluator, tmp_path: Path, task: Path
+) -> None:
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    (candidate / "solution.py").write_text(
+        "import os\ndef add(a, b):\n    raise AssertionError(os.listdir('.'))\n"
+    )
+    (candidate / "answers.py").symlink_to(task / "heldout" / "test_add_heldout.py")
+    result = evaluator.score(candidate)
+    message = next(t.message for t in result.tests if t.nodeid.endswith("test_small"))
+    assert message is not None
+    assert "answers.py" not in message

@@ -1,0 +1,143 @@
+"""The sandbox without Linux namespaces (hosts that forbid them): what still holds."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.features import probe
+from pytest_scorewright.limits import Limits
+
+TESTS = "from solution import add\n\ndef test_small():\n    assert add(1, 2) == 3\n"
+MARKER = "sw-orphan-7q"
+
+
+@pytest.fixture(scope="module")
+def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
+    root = tmp_path_factory.mktemp("degraded")
+    (root / "tests").mkdir()
+    (root / "tests" / "test_add.py").write_text(TESTS)
+    (root / "ref.py").write_text("def add(a, b):\n    return a + b\n")
+    return Evaluator(
+        root / "tests",
+        reference=root / "ref.py",
+        limits=Limits(timeout_s=3, grace_s=1),
+        namespaces=False,
+    )
+
+
+def _named_processes(name: str) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                if Path(f"/proc/{entry}/comm").read_text().strip() == name:
+                    found.append(int(entry))
+            except OSError:
+                continue
+    return found
+
+
+def _score(evaluator: Evaluator, tmp_path: Path, source: str) -> object:
+    candidate = tmp_path / "c.py"
+    candidate.write_text(textwrap.dedent(source))
+    return evaluator.score(candidate)
+
+
+DAEMON = f"""
+    import ctypes, os, time
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            ctypes.CDLL(None).prctl(15, b"{MARKER}", 0, 0, 0)  # PR_SET_NAME
+            while True:
+                time.sleep(0.01)
+        os._exit(0)
+    def add(a, b):
+        {{body}}
+"""
+
+
+@pytest.mark.parametrize("body", ["return a - b", "while True: pass"], ids=["exits", "hangs"])
+def test_a_detached_daemon_is_killed_by_the_subreaper(
+    evaluator: Evaluator, tmp_path: Path, body: str
+) -> None:
+    result = _score(evaluator, tmp_path, DAEMON.format(body=body))
+    time.sleep(0.2)
+    assert _named_processes(MARKER) == []
+    assert result.limits is not None  # type: ignore[attr-defined]
+    assert result.limits["sandbox"]["processes"] == "subreaper"  # type: ignore[attr-defined]
+    assert result.signal("pass_rate") == 0.0  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(probe().landlock_abi < 6, reason="needs Landlock ABI 6 (signal scoping)")
+def test_landlock_scoping_stops_signals_to_the_parent_without_namespaces(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    result = _score(
+        evaluator,
+        tmp_path,
+        f"""
+        import os, signal
+        try:
+            os.kill({os.getpid()}, signal.SIGKILL)
+        except OSError:
+            pass
+        def add(a, b):
+            return a + b
+        """,
+    )
+    assert result.ok  # type: ignore[attr-defined]
+
+
+def test_the_startup_environment_of_the_parent_is_not_readable(tmp_path: Path) -> None:
+    # A secret in the parent's *initial* environment (what /proc/self/environ shows in a
+    # forked child), in a real subprocess started with it.
+    secret = "sw-initial-env-secret-91"  # noqa: S105 - a canary
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_add.py").write_text(TESTS)
+    (tmp_path / "ref.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "c.py").write_text(
+        textwrap.dedent(
+            """
+            import os, posix
+            seen = []
+            try:
+                seen.append(open("/proc/self/environ", "rb").read().decode("latin-1"))
+            except OSError as exc:
+                seen.append(str(exc))
+            seen.append(repr(posix.environ))
+            seen.append(repr(os.environ))
+            def add(a, b):
+                raise AssertionError(" ".join(seen))
+            """
+        )
+    )
+    script = textwrap.dedent(
+        f"""
+        from pytest_scorewright.evaluator import Evaluator
+        for namespaces in (False, True):
+            ev = Evaluator({str(tmp_path / "tests")!r}, reference={str(tmp_path / "ref.py")!r},
+                           namespaces=namespaces)
+            print(ev.score({str(tmp_path / "c.py")!r}).to_json())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        env={**os.environ, "SW_SECRET": secret},
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    assert secret not in done.stdout
+    first = json.loads(done.stdout.split("\n}\n")[0] + "\n}")
+    assert first["tests"][0]["outcome"] == "failed"  # the candidate did run and report
