@@ -63,7 +63,7 @@ def test_a_hanging_candidate_still_exits_zero_with_a_result(tmp_path: Path) -> N
     assert done.returncode == 0, done.stderr
     data = json.loads(out.read_text())
     assert data["ok"] is False
-    assert "timed out after 2s" in data["error"]
+    assert "timed out after" in data["error"]
 
 
 @pytest.mark.parametrize(

@@ -94,7 +94,8 @@ def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResul
     assert len(text.encode()) < 5 * 1024 * 1024
     assert SECRET not in text
     assert result.signal("pass_rate") != 1.0, "a wrong candidate got a full pass"
-    assert elapsed < 2 * (TIMEOUT_S + 1.0) + 5, elapsed
+    # The whole call keeps to the budget (grace included); 3 s for fork, copies and the result.
+    assert elapsed < TIMEOUT_S + 3, elapsed
     assert _sandbox_processes() == [], "a candidate process outlived score()"
     return result, elapsed
 
@@ -132,9 +133,11 @@ def test_the_reference_scores_a_full_pass(evaluator: Evaluator, task: Path) -> N
 def test_a_cpu_spin_times_out_and_is_killed(evaluator: Evaluator, tmp_path: Path) -> None:
     result, elapsed = score(evaluator, tmp_path, "def add(a, b):\n    while True: pass\n")
     assert result.error is not None
-    assert "timed out after 4s" in result.error
+    assert "visible run: timed out after" in result.error
+    assert "while running tests/test_add.py::test_small" in result.error
     assert outcomes(result)["test_small"] == "timeout"
-    assert elapsed >= TIMEOUT_S
+    assert outcomes(result)["test_large"] == "timeout"
+    assert elapsed >= TIMEOUT_S - 2 * 1.0
 
 
 def test_sleep_with_sigterm_ignored_is_killed_at_the_deadline(

@@ -7,10 +7,12 @@ held-out tests in separate sandboxed children, and decides every outcome itself.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import os
 import sys
 import tempfile
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -105,20 +107,35 @@ class Evaluator:
     def score(self, candidate: str | os.PathLike[str]) -> ScoreResult:
         """Score one candidate: a ``.py`` file (run as ``<module>.py``) or a directory."""
         path = require_candidate(candidate, "candidate")
-        visible, copied = self._judged_run(path, self.tests, self.expected_visible)
+        started = time.monotonic()
+        budget = self.limits.timeout_s
+        if self.heldout is None:
+            visible_share = budget
+        else:
+            # The whole call keeps to limits.timeout_s, grace included: the visible run gets a
+            # share in proportion to its tests, the held-out run whatever is left.
+            grace = 2 * self.limits.grace_s
+            n_visible, n_heldout = len(self.expected_visible), len(self.expected_heldout)
+            visible_share = max(budget - grace, 0.1) * n_visible / (n_visible + n_heldout)
+        visible, copied = self._judged_run(path, self.tests, self.expected_visible, visible_share)
         runs = [("visible", visible)]
         if self.heldout is not None:
-            heldout, _ = self._judged_run(path, self.heldout, self.expected_heldout)
+            left = budget - (time.monotonic() - started) - self.limits.grace_s
+            heldout, _ = self._judged_run(path, self.heldout, self.expected_heldout, max(left, 0.1))
             runs.append(("held-out", heldout))
         return self._result(path, runs, copied)
 
     # -- runs --------------------------------------------------------------------------------
 
     def _judged_run(
-        self, candidate: Path, tests: Path, expected: Sequence[tuple[str, bool]]
+        self,
+        candidate: Path,
+        tests: Path,
+        expected: Sequence[tuple[str, bool]],
+        timeout_s: float,
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
-        observed, copied = self._run(candidate, tests, ())
-        return (judge(expected, observed, timeout_s=self.limits.timeout_s), observed), copied
+        observed, copied = self._run(candidate, tests, (), timeout_s)
+        return (judge(expected, observed, timeout_s=timeout_s), observed), copied
 
     def _collect(self, tests: Path, *, all_heldout: bool) -> list[tuple[str, bool]]:
         with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
@@ -126,7 +143,7 @@ class Evaluator:
             if source is None:
                 source = Path(stub_dir, f"{self.module}.py")
                 source.write_text(_STUB, encoding="utf-8")
-            observed, _ = self._run(source, tests, ("--collect-only",))
+            observed, _ = self._run(source, tests, ("--collect-only",), self.limits.timeout_s)
         ids: list[tuple[str, bool]] = []
         problems: list[str] = []
         for _, message in observed.messages:
@@ -149,14 +166,14 @@ class Evaluator:
         return [(nodeid, heldout or all_heldout) for nodeid, heldout in ids]
 
     def _run(
-        self, candidate: Path, tests: Path, extra_args: Iterable[str]
+        self, candidate: Path, tests: Path, extra_args: Iterable[str], timeout_s: float
     ) -> tuple[ChildOutcome, CopyReport]:
         workspace = Workspace.create(candidate, self.module, tests, base=self.workdir)
         try:
             uid = self._sandbox_uid()
             if uid is not None:
                 _hand_over(workspace, uid)
-            spec = self._spec(workspace, uid, tuple(extra_args))
+            spec = self._spec(workspace, uid, tuple(extra_args), timeout_s)
             return run_sandboxed(spec), workspace.report
         finally:
             workspace.remove()
@@ -169,7 +186,9 @@ class Evaluator:
             return None
         return _UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
 
-    def _spec(self, ws: Workspace, uid: int | None, extra_args: tuple[str, ...]) -> SandboxSpec:
+    def _spec(
+        self, ws: Workspace, uid: int | None, extra_args: tuple[str, ...], timeout_s: float
+    ) -> SandboxSpec:
         ini = ws.root / "scorewright.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
         args = [
@@ -192,7 +211,7 @@ class Evaluator:
             worker=WorkerPlan(
                 cwd=str(ws.candidate),
                 env=env,
-                limits=self.limits,
+                limits=dataclasses.replace(self.limits, timeout_s=timeout_s),
                 uid=uid,
                 landlock_policy=policy,
                 landlock_abi=self.features.landlock_abi,

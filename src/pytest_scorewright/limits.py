@@ -18,7 +18,8 @@ class Limits:
         Limits(timeout_s=20, memory_mb=512)
     """
 
-    #: Wall-clock deadline, enforced by the parent, which then kills the child's whole tree.
+    #: Wall-clock budget for scoring one candidate (visible and held-out runs together, grace
+    #: included), enforced by the parent, which kills the child's whole tree at its deadline.
     timeout_s: float = 60.0
     #: CPU seconds (RLIMIT_CPU); None means the wall deadline rounded up.
     cpu_s: int | None = None
@@ -32,8 +33,8 @@ class Limits:
     processes: int = 64
     #: Bytes of the child's stdout+stderr kept; the rest is read and dropped.
     output_bytes: int = 64 * 1024
-    #: Extra time after the deadline for the parent to collect a killed child.
-    grace_s: float = 2.0
+    #: Time after a run's deadline for the parent to collect the killed child.
+    grace_s: float = 1.0
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "open_files", "file_size_mb", "processes"):

@@ -200,7 +200,7 @@ def _describe_event(kind: str, reason: str) -> str:
 def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> str | None:
     if observed.timed_out:
         where = f" while running {ev.current}" if ev.current else ""
-        return f"timed out after {timeout_s:g}s{where}"
+        return f"timed out after {timeout_s:.1f}s{where}"
     if observed.channel_error is not None:
         return f"message channel broken: {observed.channel_error}"
     if ev.collection_errors:
