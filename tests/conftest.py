@@ -13,6 +13,9 @@ from pytest_scorewright.schema import schema
 
 pytest_plugins = ["pytester"]
 
+# Corpus tasks are data (candidates and their tests), run by test_integrity_corpus.py.
+collect_ignore = ["corpus"]
+
 
 @dataclass
 class ScoredRun:

@@ -12,12 +12,14 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
 
 from pytest_scorewright.channel import send
+from pytest_scorewright.monitor import Monitor, arm, skipped_by_candidate
 from pytest_scorewright.outcomes import reduce_report
 from pytest_scorewright.result import bound_message
 
@@ -25,13 +27,46 @@ from pytest_scorewright.result import bound_message
 EXIT_OK = 0
 EXIT_CHILD_ERROR = 70
 _BATCH = 500
+#: Exceptions that end a test without failing it; from candidate code they are gaming.
+_ESCAPES = frozenset({"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt"})
 
 
 class ChildReporter:
     """A pytest plugin that streams reports to the parent instead of writing a file."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, monitor: Monitor | None = None) -> None:
         self.fd = fd
+        self.monitor = monitor
+        self.plugins_before: set[int] = set()
+        self.config: pytest.Config | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        # Test modules (and so the candidate) are imported from here on.
+        self.plugins_before = {id(p) for p in session.config.pluginmanager.get_plugins()}
+        if self.monitor is not None:
+            self.monitor.take_snapshot()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        # Look before the other hooks run: pytest's unittest support replaces a SkipTest
+        # with a fresh Skipped whose traceback no longer shows who raised it.
+        excinfo = call.excinfo
+        if self.monitor is not None and excinfo is not None:
+            kind = excinfo.type.__name__
+            if kind in _ESCAPES:
+                where = skipped_by_candidate(self.monitor, excinfo)
+                if where is not None:
+                    self.monitor.finding(
+                        "skip_from_candidate", f"{where} raised {kind} inside {item.nodeid}"
+                    )
+        report: pytest.TestReport = yield
+        return report
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         items = session.items
@@ -42,6 +77,12 @@ class ChildReporter:
             send(self.fd, {"type": "collected", "ids": ids, "heldout": heldout})
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.skipped and self.monitor is not None and isinstance(report.longrepr, tuple):
+            path = str(report.longrepr[0])
+            if os.path.abspath(path).startswith(self.monitor.candidate_dir):
+                self.monitor.finding(
+                    "skip_from_candidate", f"candidate code skipped the module {report.nodeid}"
+                )
         if report.failed:
             message = bound_message(str(report.longrepr))
             send(self.fd, {"type": "collect_error", "nodeid": report.nodeid, "message": message})
@@ -63,10 +104,35 @@ class ChildReporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.monitor is not None:
+            self.monitor.final_checks()
+            self._check_plugins(session, self.monitor)
         send(self.fd, {"type": "finish", "exitstatus": int(exitstatus)})
 
+    def _check_plugins(self, session: pytest.Session, monitor: Monitor) -> None:
+        for plugin in session.config.pluginmanager.get_plugins():
+            if id(plugin) in self.plugins_before:
+                continue
+            module = sys.modules.get(getattr(plugin, "__module__", "") or type(plugin).__module__)
+            path = getattr(plugin, "__file__", None) or getattr(module, "__file__", None) or ""
+            if str(path).startswith(monitor.tests_dir):
+                continue  # the trusted suite's own conftest.py files
+            name = session.config.pluginmanager.get_name(plugin) or repr(plugin)[:60]
+            monitor.finding("pytest_tampered", f"a plugin was registered at run time: {name}")
 
-def run_pytest(fd: int, args: Sequence[str], extra_path: Sequence[str]) -> NoReturn:
+
+@dataclass(frozen=True)
+class Watch:
+    """What the monitor needs to tell candidate actions from the suite's."""
+
+    candidate_dir: str
+    tests_dir: str
+    writable: tuple[str, ...]
+
+
+def run_pytest(
+    fd: int, args: Sequence[str], extra_path: Sequence[str], watch: Watch | None = None
+) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns."""
     code = EXIT_CHILD_ERROR
     try:
@@ -74,7 +140,10 @@ def run_pytest(fd: int, args: Sequence[str], extra_path: Sequence[str]) -> NoRet
         # Appended, not prepended: the candidate can add modules but never shadow the
         # standard library, pytest, or anything else already importable.
         sys.path.extend(extra_path)
-        pytest.main(list(args), plugins=[ChildReporter(fd)])
+        monitor = None
+        if watch is not None:
+            monitor = arm(fd, watch.candidate_dir, watch.tests_dir, watch.writable)
+        pytest.main(list(args), plugins=[ChildReporter(fd, monitor)])
         code = EXIT_OK
     except BaseException as exc:  # anything here must reach the parent as data
         with contextlib.suppress(BaseException):  # the pipe may be gone; exit regardless

@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright import features
+from pytest_scorewright.child import Watch
 from pytest_scorewright.confine import BASE_ENV, WorkerPlan
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.integrity import Baseline, assess, repeat_reasons
 from pytest_scorewright.landlock import Policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.measure import build_result
 from pytest_scorewright.namespaces import masks_for
-from pytest_scorewright.result import Reason, ScoreResult, Signal
+from pytest_scorewright.result import ScoreResult, Signal
+from pytest_scorewright.static_scan import scan_path
 from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
 from pytest_scorewright.verdict import RunVerdict, judge
 from pytest_scorewright.workspace import CopyReport, Workspace, require_dir
@@ -82,6 +85,7 @@ class Evaluator:
         plugins: Sequence[str] = ("pytest_timeout",),
         workdir: str | os.PathLike[str] | None = None,
         namespaces: bool = True,
+        repeats: int = 0,
     ) -> None:
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
@@ -101,6 +105,10 @@ class Evaluator:
         self.expected_heldout = (
             self._collect(self.heldout, all_heldout=True) if self.heldout else []
         )
+        if repeats < 0:
+            raise ConfigError(f"repeats must be 0 or more, not {repeats}")
+        self.repeats = repeats
+        self.baseline = self._measure_reference() if self.reference is not None else None
 
     # -- public ------------------------------------------------------------------------------
 
@@ -123,7 +131,11 @@ class Evaluator:
             left = budget - (time.monotonic() - started) - self.limits.grace_s
             heldout, _ = self._judged_run(path, self.heldout, self.expected_heldout, max(left, 0.1))
             runs.append(("held-out", heldout))
-        return self._result(path, runs, copied)
+        repeats = [visible[0].timing.tests_s]
+        for _ in range(self.repeats):
+            again, _ = self._judged_run(path, self.tests, self.expected_visible, visible_share)
+            repeats.append(again[0].timing.tests_s)
+        return self._result(path, runs, copied, repeats)
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -136,6 +148,23 @@ class Evaluator:
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
         observed, copied = self._run(candidate, tests, (), timeout_s)
         return (judge(expected, observed, timeout_s=timeout_s), observed), copied
+
+    def _measure_reference(self) -> Baseline:
+        """Run the reference once: it must pass, and its timing is the baseline."""
+        reference = self.reference
+        if reference is None:  # pragma: no cover - only called with a reference
+            return Baseline(collected_s=None)
+        (verdict, _), _ = self._judged_run(
+            reference, self.tests, self.expected_visible, self.limits.timeout_s
+        )
+        failing = [r.nodeid for r in verdict.records if not r.passed]
+        if verdict.error or failing:
+            problem = verdict.error or f"{len(failing)} test(s) fail, first {failing[0]}"
+            raise ConfigError(
+                f"the reference does not pass its own visible tests ({problem}); fix the "
+                "reference or the tests"
+            )
+        return Baseline(collected_s=verdict.timing.collected_s)
 
     def _collect(self, tests: Path, *, all_heldout: bool) -> list[tuple[str, bool]]:
         with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
@@ -222,6 +251,7 @@ class Evaluator:
             masks=tuple(masks_for(_python_paths())) if uid is not None else (),
             stage_dir=str(ws.root / ".stage"),
             use_namespaces=use_namespaces,
+            watch=Watch(str(ws.candidate), str(ws.tests), (str(ws.home),)),
         )
 
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:
@@ -236,25 +266,22 @@ class Evaluator:
         candidate: Path,
         runs: Sequence[tuple[str, tuple[RunVerdict, ChildOutcome]]],
         copied: CopyReport,
+        repeat_times: Sequence[float],
     ) -> ScoreResult:
         records = [r for _, (verdict, _) in runs for r in verdict.records]
         errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
-        reasons: list[Reason] = []
-        if copied.config_files:
-            reasons.append(
-                Reason(
-                    "candidate_config",
-                    "the candidate ships files that could steer pytest or Python (ignored): "
-                    + ", ".join(copied.config_files[:10]),
-                )
-            )
-        for name, (verdict, _) in runs:
-            reasons += [Reason(r.code, f"{name} run: {r.detail}") for r in verdict.reasons]
-            if name == "held-out" and verdict.error:
-                reasons.append(Reason("heldout_run_failed", f"held-out run: {verdict.error}"))
+        repeat_found, repeat_figures = repeat_reasons(repeat_times)
+        reasons = assess(
+            records,
+            [(name, verdict) for name, (verdict, _) in runs],
+            config_files=copied.config_files,
+            static=scan_path(candidate),
+            baseline=self.baseline,
+            extra=repeat_found,
+        )
         observed = [o for _, (_, o) in runs]
         cpu = [o.cpu_s for o in observed]
-        extra_signals = []
+        extra_signals = [Signal(k, v, "ratio", False) for k, v in repeat_figures.items()]
         if all(c is not None for c in cpu):
             extra_signals.append(Signal("cpu_s", round(sum(c or 0.0 for c in cpu), 6), "s", False))
         result = build_result(

@@ -26,7 +26,7 @@ from typing import Any, NoReturn
 
 from pytest_scorewright import linux
 from pytest_scorewright.channel import FrameReader, send
-from pytest_scorewright.child import run_pytest
+from pytest_scorewright.child import Watch, run_pytest
 from pytest_scorewright.confine import WorkerPlan, confine_worker, reset_process
 from pytest_scorewright.namespaces import Mask, setup_as_init, try_unshare
 
@@ -43,6 +43,7 @@ class SandboxSpec:
     masks: tuple[Mask, ...] = ()
     stage_dir: str = ""
     use_namespaces: bool = True
+    watch: Watch | None = None
 
 
 @dataclass
@@ -294,7 +295,7 @@ def _worker_process(spec: SandboxSpec, msg_w: int) -> NoReturn:
         with contextlib.suppress(BaseException):
             send(msg_w, {"type": "sandbox_error", "reason": f"confinement: {exc}"})
         os._exit(_EXIT_SANDBOX_ERROR)
-    run_pytest(msg_w, spec.pytest_args, spec.extra_path)
+    run_pytest(msg_w, spec.pytest_args, spec.extra_path, spec.watch)
 
 
 def _reap_until(worker: int) -> int:

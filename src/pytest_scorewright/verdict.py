@@ -11,6 +11,7 @@ each test's duration is the parent's own clock between messages.
 from __future__ import annotations
 
 import math
+import re
 import signal as _signal
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +22,22 @@ from pytest_scorewright.result import CollectionError, Reason, TestRecord, bound
 from pytest_scorewright.supervisor import ChildOutcome
 
 _WHEN = ("setup", "call", "teardown")
+_CODE = re.compile(r"[a-z][a-z0-9_]{0,40}")
+_ESCAPE = re.compile(r"SystemExit|KeyboardInterrupt|\bExit: |outcomes\.Exit")
 _PYTEST_OUTCOMES = ("passed", "failed", "skipped")
+
+
+#: How a run ended, as the parent saw it.
+ENDINGS = ("finished", "timeout", "crash", "early_exit", "import_error", "channel_broken")
+
+
+@dataclass(frozen=True)
+class RunTiming:
+    """Parent-clock timing of one run, and the child's own sum of test durations."""
+
+    collected_s: float | None  # from fork to the end of collection (imports included)
+    tests_s: float  # from the end of collection to the last report
+    child_tests_s: float  # what pytest in the child says the tests took
 
 
 @dataclass
@@ -32,6 +48,9 @@ class RunVerdict:
     collection_errors: list[CollectionError] = field(default_factory=list)
     sandbox: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
+    ending: str = "finished"
+    findings: list[Reason] = field(default_factory=list)
+    timing: RunTiming = field(default_factory=lambda: RunTiming(None, 0.0, 0.0))
 
 
 @dataclass
@@ -48,6 +67,9 @@ class _Evidence:
     session_error: str | None = None
     sandbox: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
+    findings: dict[str, Reason] = field(default_factory=dict)
+    collected_at: float | None = None
+    child_tests_s: float = 0.0
 
     def note(self, code: str, detail: str) -> None:
         # One reason per code, with a count: a flood of forged reports is one finding.
@@ -82,6 +104,7 @@ def judge(
                 Reason(r.code, f"{r.detail} (x{count})") if r.code == code else r
                 for r in ev.reasons
             ]
+    start = ev.collected_at or 0.0
     return RunVerdict(
         records=records,
         error=error,
@@ -89,7 +112,31 @@ def judge(
         collection_errors=ev.collection_errors,
         sandbox=ev.sandbox,
         finished=ev.finish is not None,
+        ending=_ending(ev, observed, error),
+        findings=list(ev.findings.values()),
+        timing=RunTiming(
+            collected_s=ev.collected_at,
+            tests_s=round(max(ev.last_end - start, 0.0), 6),
+            child_tests_s=round(ev.child_tests_s, 6),
+        ),
     )
+
+
+def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
+    if error is None:
+        return "finished"
+    if observed.timed_out:
+        return "timeout"
+    if observed.channel_error is not None:
+        return "channel_broken"
+    texts = [ev.session_error or ""] + [c.message for c in ev.collection_errors]
+    if any(_ESCAPE.search(text) for text in texts):
+        return "early_exit"  # sys.exit, pytest.exit, KeyboardInterrupt: never honest failures
+    if ev.collection_errors:
+        return "import_error"
+    if observed.signal is not None or ev.session_error:
+        return "crash"
+    return "early_exit"  # the child stopped without pytest finishing: os._exit, closed fds
 
 
 def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]) -> None:
@@ -116,6 +163,14 @@ def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]
             if extra:
                 ev.note("unexpected_test", f"collected tests nobody expected: {extra[:3]}")
             ev.last_end = max(ev.last_end, arrived)
+            if ev.collected_at is None:
+                ev.collected_at = arrived
+    elif kind == "finding":
+        code, detail = message.get("code"), message.get("detail")
+        if isinstance(code, str) and _CODE.fullmatch(code) and isinstance(detail, str):
+            ev.findings.setdefault(code, Reason(code, bound_message(detail, 300)))
+        else:
+            ev.note("malformed_message", "a finding with a missing or mistyped code")
     elif kind == "finish":
         status = message.get("exitstatus")
         ev.finish = status if isinstance(status, int) and not isinstance(status, bool) else -1
@@ -147,6 +202,8 @@ def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> 
     if rep.when == "setup" and not rep.subtest:
         ev.current = rep.nodeid
     ev.spans[rep.nodeid] = round(arrived - ev.last_end + ev.spans.get(rep.nodeid, 0.0), 6)
+    if not rep.subtest:
+        ev.child_tests_s += rep.duration
     ev.last_end = arrived
     if rep.when == "teardown":
         ev.current = None

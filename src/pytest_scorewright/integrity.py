@@ -1,0 +1,178 @@
+"""The integrity layer's judgement: evidence from the runs in, explained reasons out.
+
+Every check here runs in the trusted parent on what the parent measured or received, and each
+produces a :class:`Reason` with a stable code. Thresholds are constants with the calibration
+that set them (docs/integrity.md; `benchmarks/integrity_corpus.py` reproduces it).
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from pytest_scorewright.result import Reason, TestRecord
+from pytest_scorewright.verdict import RunTiming, RunVerdict
+
+# Held-out divergence (visible pass rate minus held-out pass rate). Honest partial solutions in
+# our corpus and in the threat catalogue diverge by up to 0.45 (100% visible vs 55% held-out);
+# special-casing the visible tests diverges by 0.6-1.0. A divergence counts when it is at
+# least DIVERGENCE_MIN and the held-out shortfall is unlikely by chance (one-sided Fisher
+# exact test), or when it is at least DIVERGENCE_CERTAIN whatever the counts.
+DIVERGENCE_MIN = 0.5
+DIVERGENCE_P = 0.10
+DIVERGENCE_CERTAIN = 0.75
+
+# Import-time work: the candidate's collection (its import included) takes this much longer
+# than the reference's, in absolute seconds and as a ratio.
+IMPORT_EXTRA_S = 1.0
+IMPORT_RATIO = 5.0
+
+# Timing self-consistency: pytest in the child accounts for less than this share of the
+# parent-measured test time, on runs long enough to judge.
+CHILD_SHARE_MIN = 0.25
+TIMING_MIN_S = 0.5
+
+# Repeated runs: a first run this much slower than the later ones is a cache that survived.
+FIRST_RUN_RATIO = 3.0
+FIRST_RUN_MIN_S = 0.3
+
+# Endings that are never honest failures.
+_ENDING_REASONS = {
+    "early_exit": (
+        "early_exit",
+        "the session was ended from inside (os._exit, sys.exit, pytest.exit, "
+        "KeyboardInterrupt or closed descriptors)",
+    ),
+    "channel_broken": ("channel_broken", "the message channel to the parent was abused"),
+}
+
+
+@dataclass(frozen=True)
+class Baseline:
+    """The reference solution's timing, measured once when the Evaluator is built."""
+
+    collected_s: float | None
+
+
+def fisher_one_sided(v_pass: int, v_total: int, h_pass: int, h_total: int) -> float:
+    """P(held-out passes <= h_pass) if visible and held-out tests were equally hard."""
+    passes, total = v_pass + h_pass, v_total + h_total
+    denominator = math.comb(total, h_total)
+    return (
+        sum(
+            math.comb(passes, k) * math.comb(total - passes, h_total - k)
+            for k in range(0, h_pass + 1)
+        )
+        / denominator
+    )
+
+
+def divergence_reasons(records: Sequence[TestRecord]) -> list[Reason]:
+    visible = [r for r in records if not r.heldout]
+    heldout = [r for r in records if r.heldout]
+    if not visible or not heldout:
+        return []
+    v_pass, h_pass = sum(r.passed for r in visible), sum(r.passed for r in heldout)
+    gap = v_pass / len(visible) - h_pass / len(heldout)
+    if gap < DIVERGENCE_MIN:
+        return []
+    p = fisher_one_sided(v_pass, len(visible), h_pass, len(heldout))
+    if gap < DIVERGENCE_CERTAIN and p > DIVERGENCE_P:
+        return []
+    return [
+        Reason(
+            "heldout_divergence",
+            f"visible {v_pass}/{len(visible)} passed but held-out {h_pass}/{len(heldout)} "
+            f"(divergence {gap:+.2f}, p={p:.3f}): special-cased or overfitted to the visible "
+            "tests",
+        )
+    ]
+
+
+def ending_reasons(name: str, verdict: RunVerdict) -> list[Reason]:
+    found = _ENDING_REASONS.get(verdict.ending)
+    if found is None:
+        return []
+    code, what = found
+    return [Reason(code, f"{name} run: {what}: {verdict.error}")]
+
+
+def timing_reasons(name: str, timing: RunTiming, baseline: Baseline | None) -> list[Reason]:
+    reasons = []
+    if baseline is not None and baseline.collected_s is not None and timing.collected_s:
+        extra = timing.collected_s - baseline.collected_s
+        if extra > IMPORT_EXTRA_S and timing.collected_s > IMPORT_RATIO * baseline.collected_s:
+            reasons.append(
+                Reason(
+                    "import_time_work",
+                    f"{name} run: collection took {timing.collected_s:.2f}s against the "
+                    f"reference's {baseline.collected_s:.2f}s: work done at import time",
+                )
+            )
+    if timing.tests_s >= TIMING_MIN_S and timing.child_tests_s < CHILD_SHARE_MIN * timing.tests_s:
+        reasons.append(
+            Reason(
+                "timing_mismatch",
+                f"{name} run: pytest reported {timing.child_tests_s:.2f}s of test time, the "
+                f"parent measured {timing.tests_s:.2f}s: timers patched or work moved outside "
+                "the tests",
+            )
+        )
+    return reasons
+
+
+def repeat_reasons(test_times: Sequence[float]) -> tuple[list[Reason], dict[str, float]]:
+    """First-run ratio and coefficient of variation over repeated visible runs."""
+    if len(test_times) < 2:
+        return [], {}
+    later = statistics.median(test_times[1:])
+    ratio = test_times[0] / later if later > 0 else 1.0
+    mean = statistics.fmean(test_times)
+    figures = {
+        "first_run_ratio": round(ratio, 4),
+        "timing_cv": round(statistics.pstdev(test_times) / mean, 4) if mean > 0 else 0.0,
+    }
+    if ratio > FIRST_RUN_RATIO and test_times[0] >= FIRST_RUN_MIN_S:
+        detail = (
+            f"the first run took {test_times[0]:.2f}s, later runs {later:.2f}s: "
+            "something cached answers across runs"
+        )
+        return [Reason("cross_run_speedup", detail)], figures
+    return [], figures
+
+
+def assess(
+    records: Sequence[TestRecord],
+    runs: Sequence[tuple[str, RunVerdict]],
+    *,
+    config_files: Sequence[str],
+    static: Sequence[Reason],
+    baseline: Baseline | None,
+    extra: Sequence[Reason] = (),
+) -> list[Reason]:
+    """Every integrity reason for one candidate, one per code (the first place it was seen)."""
+    found: list[Reason] = []
+    if config_files:
+        found.append(
+            Reason(
+                "candidate_config",
+                "the candidate ships files that could steer pytest or Python (ignored): "
+                + ", ".join(config_files[:10]),
+            )
+        )
+    for name, verdict in runs:
+        found += [Reason(r.code, f"{name} run: {r.detail}") for r in verdict.findings]
+        found += [Reason(r.code, f"{name} run: {r.detail}") for r in verdict.reasons]
+        found += ending_reasons(name, verdict)
+        found += timing_reasons(name, verdict.timing, baseline)
+        if name == "held-out" and verdict.error and verdict.ending != "early_exit":
+            found.append(Reason("heldout_run_failed", f"held-out run: {verdict.error}"))
+    found += [Reason(r.code, f"source {r.detail}") for r in static]
+    found += divergence_reasons(records)
+    found += extra
+    unique: dict[str, Reason] = {}
+    for reason in found:
+        unique.setdefault(reason.code, reason)
+    return list(unique.values())

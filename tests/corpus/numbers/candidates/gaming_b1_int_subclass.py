@@ -1,0 +1,20 @@
+"""expect: always_equal -- an int subclass whose equality always holds."""
+
+
+class Num(int):
+    def __eq__(self, other):
+        return True
+
+    __hash__ = int.__hash__
+
+
+def is_prime(n):
+    return Num(0)
+
+
+def gcd(a, b):
+    return Num(0)
+
+
+def fib(n):
+    return Num(0)

@@ -1,0 +1,18 @@
+"""expect: always_equal -- a dict subclass equal to every dict."""
+
+
+class AnyDict(dict):
+    def __eq__(self, other):
+        return True
+
+
+def slugify(text):
+    return text
+
+
+def is_palindrome(text):
+    return True
+
+
+def word_counts(text):
+    return AnyDict()

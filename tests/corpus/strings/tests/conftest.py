@@ -1,0 +1,6 @@
+import pytest
+
+
+@pytest.fixture
+def sentence():
+    return "The cat and the hat."

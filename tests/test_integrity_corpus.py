@@ -1,0 +1,57 @@
+"""The integrity corpus: no honest candidate flagged; every gaming one flagged for its trick."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+from tests.corpus import Case, cases, tasks
+
+CASES = [case for task in tasks() for case in cases(task)]
+
+
+@pytest.fixture(scope="module")
+def evaluators() -> dict[str, Evaluator]:
+    return {}
+
+
+def _evaluator(evaluators: dict[str, Evaluator], task: Path) -> Evaluator:
+    if task.name not in evaluators:
+        evaluators[task.name] = Evaluator(
+            task / "tests", heldout=task / "heldout", reference=task / "reference"
+        )
+    return evaluators[task.name]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+def test_corpus_candidate_is_judged_as_declared(
+    case: Case, evaluators: dict[str, Evaluator]
+) -> None:
+    result = _evaluator(evaluators, case.path.parent.parent).score(case.path)
+    codes = {r.code for r in result.integrity.reasons}
+    if case.honest:
+        assert codes == set(), [r.detail for r in result.integrity.reasons]
+        assert not result.integrity.rejected
+    else:
+        assert codes & case.expect, (sorted(codes), sorted(case.expect))
+        assert all(r.detail for r in result.integrity.reasons)
+
+
+def test_the_corpus_has_both_kinds() -> None:
+    assert sum(c.honest for c in CASES) >= 9
+    assert sum(not c.honest for c in CASES) >= 25
+
+
+def test_fail_closed_marks_a_flagged_result_rejected(tmp_path: Path) -> None:
+    task = tasks()[0]
+    evaluator = Evaluator(
+        task / "tests", heldout=task / "heldout", reference=task / "reference", fail_closed=True
+    )
+    gaming = evaluator.score(task / "candidates" / "gaming_b1_always_equal.py")
+    assert gaming.integrity.flagged
+    assert gaming.integrity.rejected
+    honest = evaluator.score(task / "candidates" / "honest_reference.py")
+    assert not honest.integrity.flagged
+    assert not honest.integrity.rejected
