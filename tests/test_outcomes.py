@@ -214,3 +214,18 @@ def test_deselected_tests_are_not_part_of_the_result(
     pytester.makepyfile("def test_keep(): pass\ndef test_drop(): pass")
     scored = run_scored("-k", "keep")
     assert [t["nodeid"].split("::")[1] for t in scored.data["tests"]] == ["test_keep"]
+
+
+def test_a_module_skipped_at_collection_counts_as_one_skipped_like_pytest(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    pytester.makepyfile(
+        test_skipped_module="import pytest\npytest.skip('no backend', allow_module_level=True)\n",
+        test_fine="def test_a(): pass",
+    )
+    scored = run_scored()
+    scored.run.assert_outcomes(passed=1, skipped=1)
+    record = scored.test("test_skipped_module.py")
+    assert (record["outcome"], record["phase"]) == ("skipped", "collect")
+    assert record["message"] == "Skipped: no backend"
+    assert scored.signal("tests_total") == 2

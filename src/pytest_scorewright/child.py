@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 import pytest
 
+from pytest_scorewright.anchors import ANCHOR_SINK
 from pytest_scorewright.channel import send
 from pytest_scorewright.monitor import Monitor, arm, skipped_by_candidate
 from pytest_scorewright.outcomes import reduce_report
@@ -42,6 +43,8 @@ class ChildReporter:
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
+        fd = self.fd
+        config.stash[ANCHOR_SINK] = lambda message: send(fd, message)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:

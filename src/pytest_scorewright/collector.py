@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_scorewright.coverage_session import CoverageSession
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.measure import build_result
 from pytest_scorewright.outcomes import HELDOUT_ATTR, OutcomeTracker, reduce_report
@@ -23,6 +22,8 @@ from pytest_scorewright.settings import PluginSettings
 if TYPE_CHECKING:
     from collections.abc import Generator
     from pathlib import Path
+
+    from pytest_scorewright.coverage_session import CoverageSession
 
 HELDOUT_KEY = pytest.StashKey[bool]()
 _WORKER_HELDOUT = "scorewright_heldout"
@@ -59,6 +60,9 @@ class ScoreCollector:
         self.started = time.perf_counter()
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.skipped and not self.is_worker:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
+            self.tracker.skip_collector(report.nodeid, bound_message(str(reason)))
         if report.failed:
             self.collection_errors.append(
                 CollectionError(report.nodeid, bound_message(str(report.longrepr)))

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright import features
+from pytest_scorewright.anchors import Anchor
 from pytest_scorewright.child import Watch
 from pytest_scorewright.confine import BASE_ENV, WorkerPlan
 from pytest_scorewright.errors import ConfigError
@@ -108,6 +109,7 @@ class Evaluator:
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
         self.repeats = repeats
+        self.anchors: dict[str, dict[str, list[Anchor]]] = {}
         self.baseline = self._measure_reference() if self.reference is not None else None
 
     # -- public ------------------------------------------------------------------------------
@@ -147,24 +149,40 @@ class Evaluator:
         timeout_s: float,
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
         observed, copied = self._run(candidate, tests, (), timeout_s)
-        return (judge(expected, observed, timeout_s=timeout_s), observed), copied
+        suite = "held-out" if tests == self.heldout else "visible"
+        verdict = judge(
+            expected, observed, timeout_s=timeout_s, reference_anchors=self.anchors.get(suite)
+        )
+        return (verdict, observed), copied
 
     def _measure_reference(self) -> Baseline:
-        """Run the reference once: it must pass, and its timing is the baseline."""
+        """Run the reference on both suites: it must pass them; its timing is the baseline and
+        its anchored values the expectations."""
         reference = self.reference
         if reference is None:  # pragma: no cover - only called with a reference
             return Baseline(collected_s=None)
-        (verdict, _), _ = self._judged_run(
-            reference, self.tests, self.expected_visible, self.limits.timeout_s
-        )
-        failing = [r.nodeid for r in verdict.records if not r.passed]
-        if verdict.error or failing:
-            problem = verdict.error or f"{len(failing)} test(s) fail, first {failing[0]}"
-            raise ConfigError(
-                f"the reference does not pass its own visible tests ({problem}); fix the "
-                "reference or the tests"
-            )
-        return Baseline(collected_s=verdict.timing.collected_s)
+        suites = [("visible", self.tests, self.expected_visible)]
+        if self.heldout is not None:
+            suites.append(("held-out", self.heldout, self.expected_heldout))
+        baseline = Baseline(collected_s=None)
+        for name, tests, expected in suites:
+            (verdict, _), _ = self._judged_run(reference, tests, expected, self.limits.timeout_s)
+            failing = [r.nodeid for r in verdict.records if not r.passed]
+            odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
+            if verdict.error or failing or odd:
+                problem = verdict.error or (
+                    f"{len(failing)} test(s) fail, first {failing[0]}"
+                    if failing
+                    else f"it anchors a {odd[0]}, not a plain value"
+                )
+                raise ConfigError(
+                    f"the reference does not pass its own {name} tests ({problem}); fix the "
+                    "reference or the tests"
+                )
+            self.anchors[name] = verdict.anchors
+            if name == "visible":
+                baseline = Baseline(collected_s=verdict.timing.collected_s)
+        return baseline
 
     def _collect(self, tests: Path, *, all_heldout: bool) -> list[tuple[str, bool]]:
         with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:

@@ -188,6 +188,14 @@ class OutcomeTracker:
         if rep.outcome == "failed" and not state.first_subtest_failure:
             state.first_subtest_failure = rep.message
 
+    def skip_collector(self, nodeid: str, message: str) -> None:
+        """A module or class skipped while collecting (``pytest.skip(allow_module_level=True)``,
+        ``importorskip``): pytest counts it as one skipped, and so do we."""
+        state = self._states.setdefault(nodeid, _State(heldout=False))
+        if state.outcome is None:
+            _decide(state, "skipped", "collect", message)
+            state.reported = True
+
     def interrupt(self, nodeid: str, outcome: Outcome, message: str) -> None:
         """The run ended while ``nodeid`` was in progress: it gets ``outcome`` unless it had
         already failed."""
@@ -200,6 +208,16 @@ class OutcomeTracker:
             phase = "call" if state.setup_passed else "setup"
         _decide(state, outcome, phase, message)
         state.reported = True
+
+    def fail(self, nodeid: str, message: str) -> None:
+        """The parent found the test wrong (an anchored value differs): it fails, unless it
+        already ended worse."""
+        state = self._states.get(nodeid)
+        if state is None or state.outcome in ("failed", "error", "timeout", "not_run"):
+            return
+        if state.outcome is None and not state.reported:
+            return
+        _decide(state, "failed", "call", message)
 
     def records(self) -> list[TestRecord]:
         return [self._record(nodeid, state) for nodeid, state in self._states.items()]

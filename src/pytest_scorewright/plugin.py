@@ -2,21 +2,26 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 
 from pytest_scorewright import hooks
+from pytest_scorewright.anchors import Scorewright
 from pytest_scorewright.collector import ScoreCollector
-from pytest_scorewright.coverage_session import CoverageSession
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.result import check_writable
 from pytest_scorewright.settings import PluginSettings, add_options
+
+if TYPE_CHECKING:
+    from pytest_scorewright.coverage_session import CoverageSession
 
 HELDOUT_MARKER = (
     "heldout: a held-out test, scored apart from the visible tests to measure divergence "
     "(pytest-scorewright)"
 )
 
-_COVERAGE_KEY = pytest.StashKey[CoverageSession]()
+_COVERAGE_KEY: pytest.StashKey[CoverageSession] = pytest.StashKey()
 _COLLECTOR_KEY = pytest.StashKey[ScoreCollector]()
 
 
@@ -35,6 +40,9 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     # `-n N` measures what `-n 0` measures.
     settings = PluginSettings.from_config(early_config, early_config.known_args_namespace)
     if settings.cov_sources:
+        # Imported here: coverage costs ~35 ms to import, paid only when asked for.
+        from pytest_scorewright.coverage_session import CoverageSession
+
         session = CoverageSession(settings.cov_sources, branch=settings.cov_branch)
         session.start()
         early_config.stash[_COVERAGE_KEY] = session
@@ -81,3 +89,10 @@ def _is_xdist_controller(config: pytest.Config) -> bool:
     # xdist turns `-n N` (N > 0) into a `--dist` mode before pytest_configure; workers run
     # with dist "no".
     return not hasattr(config, "workerinput") and config.getoption("dist", "no") != "no"
+
+
+@pytest.fixture
+def scorewright(request: pytest.FixtureRequest) -> Scorewright:
+    """Anchored checks: ``scorewright.expect(value)`` sends ``value`` to the trusted parent,
+    which compares it with the reference solution's (evaluator mode; a no-op otherwise)."""
+    return Scorewright(request)

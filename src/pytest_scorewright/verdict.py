@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_scorewright.anchors import Anchor, matches
 from pytest_scorewright.outcomes import OutcomeTracker, PhaseReport
 from pytest_scorewright.result import CollectionError, Reason, TestRecord, bound_message
 from pytest_scorewright.supervisor import ChildOutcome
@@ -51,6 +52,8 @@ class RunVerdict:
     ending: str = "finished"
     findings: list[Reason] = field(default_factory=list)
     timing: RunTiming = field(default_factory=lambda: RunTiming(None, 0.0, 0.0))
+    #: Anchored values by test, as received (the reference run's become the expectations).
+    anchors: dict[str, list[Anchor]] = field(default_factory=dict)
 
 
 @dataclass
@@ -70,6 +73,7 @@ class _Evidence:
     findings: dict[str, Reason] = field(default_factory=dict)
     collected_at: float | None = None
     child_tests_s: float = 0.0
+    anchors: dict[str, list[Anchor]] = field(default_factory=dict)
 
     def note(self, code: str, detail: str) -> None:
         # One reason per code, with a count: a flood of forged reports is one finding.
@@ -79,13 +83,20 @@ class _Evidence:
 
 
 def judge(
-    expected: Sequence[tuple[str, bool]], observed: ChildOutcome, *, timeout_s: float
+    expected: Sequence[tuple[str, bool]],
+    observed: ChildOutcome,
+    *,
+    timeout_s: float,
+    reference_anchors: Mapping[str, Sequence[Anchor]] | None = None,
 ) -> RunVerdict:
-    """Decide every expected test's outcome from what the parent observed."""
+    """Decide every expected test's outcome from what the parent observed; with
+    ``reference_anchors``, anchored values are compared here, in the parent."""
     ev = _Evidence(expected=dict(expected), tracker=OutcomeTracker())
     ev.tracker.expect_all(expected)
     for index, (arrived, message) in enumerate(observed.messages):
         _consider(ev, index, arrived, message)
+    if reference_anchors is not None:
+        _compare_anchors(ev, reference_anchors)
     error = _session_error(ev, observed, timeout_s)
     if error is not None and ev.current is not None:
         ev.tracker.interrupt(
@@ -114,12 +125,31 @@ def judge(
         finished=ev.finish is not None,
         ending=_ending(ev, observed, error),
         findings=list(ev.findings.values()),
+        anchors=ev.anchors,
         timing=RunTiming(
             collected_s=ev.collected_at,
             tests_s=round(max(ev.last_end - start, 0.0), 6),
             child_tests_s=round(ev.child_tests_s, 6),
         ),
     )
+
+
+def _compare_anchors(ev: _Evidence, reference: Mapping[str, Sequence[Anchor]]) -> None:
+    for nodeid, wanted in reference.items():
+        if nodeid not in ev.expected:
+            continue
+        got = ev.anchors.get(nodeid, [])
+        if len(got) != len(wanted):
+            ev.tracker.fail(
+                nodeid, f"anchored check: expected {len(wanted)} value(s), got {len(got)}"
+            )
+            continue
+        for i, (ref, cand) in enumerate(zip(wanted, got, strict=True)):
+            if not matches(ref, cand):
+                ev.tracker.fail(
+                    nodeid, f"anchored check: value #{i + 1} differs from the reference"
+                )
+                break
 
 
 def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
@@ -165,6 +195,21 @@ def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]
             ev.last_end = max(ev.last_end, arrived)
             if ev.collected_at is None:
                 ev.collected_at = arrived
+    elif kind == "anchor":
+        anchor = Anchor.from_wire(message)
+        # Attributed to the test the parent saw start, whatever the message claims.
+        if anchor is None or ev.current is None:
+            ev.note("malformed_message", "an anchored value outside a test, or mistyped")
+        else:
+            ev.anchors.setdefault(ev.current, []).append(anchor)
+            if anchor.not_plain is not None:
+                ev.findings.setdefault(
+                    "anchor_not_plain",
+                    Reason(
+                        "anchor_not_plain",
+                        f"{ev.current} anchored a {anchor.not_plain[:80]}, not a plain value",
+                    ),
+                )
     elif kind == "finding":
         code, detail = message.get("code"), message.get("detail")
         if isinstance(code, str) and _CODE.fullmatch(code) and isinstance(detail, str):

@@ -1,0 +1,151 @@
+"""Anchored checks: a test sends the candidate's output to the trusted parent, which compares
+it with the value the reference solution produced.
+
+Example (a test in the trusted suite)::
+
+    def test_sorts(scorewright):
+        scorewright.expect(solution.sort([3, 1, 2]))
+        scorewright.expect(solution.mean([1, 2]), rel=1e-9)
+
+With the evaluator and a reference, the parent records the reference's values once; for each
+candidate it compares in the parent. The expected values never exist in the candidate's
+process (nothing to read from disk or from a caller's frame), values are serialized strictly
+(exact builtin types: a subclass or an object with its own ``__eq__`` is a finding, not a
+value), and a test whose anchored values differ fails whatever the child reported.
+Tolerances are taken from the reference run, never from the candidate's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+#: The child's way to the parent; absent in plugin mode, where expect() records nothing.
+ANCHOR_SINK = pytest.StashKey[Callable[[dict[str, Any]], None]]()
+
+#: Values larger than this (as canonical JSON) travel as a digest and compare exactly.
+INLINE_LIMIT = 32 * 1024
+_MAX_DEPTH = 50
+
+
+class NotPlain(Exception):
+    """The value is not made of exact builtin types."""
+
+
+def encode(value: Any, depth: int = 0) -> Any:
+    """Encode ``value`` as tagged JSON, accepting exact builtin types only."""
+    if depth > _MAX_DEPTH:
+        raise NotPlain("nested too deeply")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return value if abs(value) < 2**53 else {"int": str(value)}
+    if kind is float:
+        return value if math.isfinite(value) else {"float": repr(value)}
+    if kind is list:
+        return [encode(v, depth + 1) for v in value]
+    if kind is tuple:
+        return {"tuple": [encode(v, depth + 1) for v in value]}
+    if kind is dict:
+        items = [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]
+        return {"dict": sorted(items, key=lambda kv: json.dumps(kv[0], sort_keys=True))}
+    if kind is set or kind is frozenset:
+        members = sorted((encode(v, depth + 1) for v in value), key=json.dumps)
+        return {kind.__name__: members}
+    if kind is bytes:
+        return {"bytes": value.hex()}
+    raise NotPlain(f"{kind.__module__}.{kind.__qualname__}")
+
+
+@dataclass(frozen=True)
+class Anchor:
+    """One anchored value as the parent holds it."""
+
+    value: Any  # tagged JSON, or None when only the digest travelled
+    digest: str
+    rel: float | None = None
+    abs: float | None = None
+    not_plain: str | None = None
+
+    def to_wire(self) -> dict[str, Any]:
+        return {
+            "value": self.value,
+            "digest": self.digest,
+            "rel": self.rel,
+            "abs": self.abs,
+            "not_plain": self.not_plain,
+        }
+
+    @classmethod
+    def from_wire(cls, message: dict[str, Any]) -> Anchor | None:
+        digest, not_plain = message.get("digest"), message.get("not_plain")
+        rel, tol = message.get("rel"), message.get("abs")
+        if not isinstance(digest, str) or not (not_plain is None or isinstance(not_plain, str)):
+            return None
+        if not all(t is None or (isinstance(t, float) and math.isfinite(t)) for t in (rel, tol)):
+            return None
+        return cls(message.get("value"), digest, rel, tol, not_plain)
+
+
+def make_anchor(value: Any, rel: float | None, abs_tol: float | None) -> Anchor:
+    try:
+        encoded = encode(value)
+    except (NotPlain, RecursionError) as exc:
+        return Anchor(None, "", rel, abs_tol, not_plain=str(exc)[:200])
+    text = json.dumps(encoded, sort_keys=True, allow_nan=False)
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    inline = encoded if len(text) <= INLINE_LIMIT else None
+    return Anchor(inline, digest, rel, abs_tol)
+
+
+def matches(reference: Anchor, candidate: Anchor) -> bool:
+    """Compare in the parent, with the reference's tolerance."""
+    if candidate.not_plain is not None or reference.not_plain is not None:
+        return False
+    if reference.rel is None and reference.abs is None:
+        return reference.digest == candidate.digest
+    if reference.value is None or candidate.value is None:
+        return reference.digest == candidate.digest
+    return _close(reference.value, candidate.value, reference.rel or 0.0, reference.abs or 0.0)
+
+
+def _close(ref: Any, got: Any, rel: float, tol: float) -> bool:
+    if type(ref) is not type(got):
+        return False
+    if isinstance(ref, float):
+        return math.isclose(ref, got, rel_tol=rel, abs_tol=tol)
+    if isinstance(ref, list):
+        return len(ref) == len(got) and all(
+            _close(a, b, rel, tol) for a, b in zip(ref, got, strict=True)
+        )
+    if isinstance(ref, dict):
+        return ref.keys() == got.keys() and all(_close(ref[k], got[k], rel, tol) for k in ref)
+    return bool(ref == got)
+
+
+class Scorewright:
+    """The ``scorewright`` fixture: ``scorewright.expect(value)`` anchors a value."""
+
+    def __init__(self, request: pytest.FixtureRequest) -> None:
+        self._sink = request.config.stash.get(ANCHOR_SINK, None)
+        self._nodeid = request.node.nodeid
+
+    def expect(self, value: Any, *, rel: float | None = None, abs: float | None = None) -> None:
+        """Send ``value`` to the trusted parent for comparison with the reference's value.
+
+        ``rel``/``abs`` allow float tolerance (the reference run's tolerance is the one used).
+        In plugin mode there is no parent and nothing is recorded.
+        """
+        if self._sink is None:
+            return
+        anchor = make_anchor(
+            value, float(rel) if rel is not None else None, float(abs) if abs is not None else None
+        )
+        self._sink({"type": "anchor", "nodeid": self._nodeid, **anchor.to_wire()})
