@@ -11,7 +11,7 @@ from pytest_scorewright.anchors import NotPlain, encode, make_anchor, matches
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.result import ScoreResult
 
-TESTS = '''
+TESTS = """
 from solution import mean, sort_desc
 
 
@@ -26,16 +26,16 @@ def test_mean(scorewright):
 def test_two_values(scorewright):
     scorewright.expect(sort_desc([]))
     scorewright.expect(sort_desc(["b", "a"]))
-'''
+"""
 
-REFERENCE = '''
+REFERENCE = """
 def sort_desc(items):
     return sorted(items, reverse=True)
 
 
 def mean(values):
     return sum(values) / len(values)
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -78,7 +78,10 @@ def test_a_wrong_value_fails_although_the_child_reported_a_pass(
         """,
     )
     outcomes = _outcomes(result)
-    assert outcomes["test_sort"] == ("failed", "anchored check: value #1 differs from the reference")
+    assert outcomes["test_sort"] == (
+        "failed",
+        "anchored check: value #1 differs from the reference",
+    )
     assert outcomes["test_two_values"][0] == "failed"
     assert outcomes["test_mean"][0] == "passed"
 
