@@ -55,3 +55,12 @@ def test_fail_closed_marks_a_flagged_result_rejected(tmp_path: Path) -> None:
     honest = evaluator.score(task / "candidates" / "honest_reference.py")
     assert not honest.integrity.flagged
     assert not honest.integrity.rejected
+
+
+def test_repeated_runs_report_timing_figures_without_flagging_noisy_honest_code() -> None:
+    task = tasks()[0]
+    evaluator = Evaluator(task / "tests", reference=task / "reference", repeats=2)
+    result = evaluator.score(task / "candidates" / "honest_noisy.py")
+    assert not result.integrity.flagged, result.integrity.reasons
+    assert result.signal("first_run_ratio") is not None
+    assert result.signal("timing_cv") is not None

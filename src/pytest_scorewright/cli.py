@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import ScorewrightError
@@ -50,6 +50,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
         limits=limits,
         network=args.allow_network,
         fail_closed=args.fail_closed,
+        repeats=args.repeats,
     )
     result = evaluator.score(args.candidate)
     if args.out:
@@ -71,14 +72,17 @@ def _positive_float(text: str) -> float:
     return value
 
 
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} must be positive")
-    return value
+def _whole_number(minimum: int) -> Callable[[str], int]:
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{text!r} must be at least {minimum}")
+        return value
+
+    return parse
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -103,10 +107,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--module", default="solution", help="Module name the tests import")
     p.add_argument("--out", metavar="FILE", help="Write the result here (default: stdout)")
     p.add_argument("--timeout", type=_positive_float, default=60.0, metavar="SECONDS")
-    p.add_argument("--memory-mb", type=_positive_int, default=2048, metavar="MB")
-    p.add_argument("--cpu-seconds", type=_positive_int, default=None, metavar="S")
+    p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
+    p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
     p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")
+    p.add_argument(
+        "--repeats",
+        type=_whole_number(0),
+        default=0,
+        metavar="N",
+        help="Run the visible tests N more times, in fresh work dirs, for timing checks",
+    )
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")

@@ -26,8 +26,10 @@ _FRAME_ATTRS = {"_getframe", "f_back", "f_locals", "f_globals", "tb_frame", "cur
 _INSPECT_STACK = {"stack", "getouterframes", "getinnerframes", "trace", "currentframe"}
 _GC_WALKS = {"get_objects", "get_referrers", "get_referents"}
 _TEST_MACHINERY = ("_pytest", "pytest", "pluggy", "pytest_scorewright", "conftest", "unittest")
+# A path to tests: a directory named so with a separator next to it, a test file name.
 _TEST_PATH = re.compile(
-    r"(^|[/\\])(tests?|heldout|held_out|hidden)([/\\]|$)|test_\w*\.py|conftest|\.pytest_cache"
+    r"[/\\](tests?|heldout|held_out)([/\\]|$)|^(tests?|heldout|held_out)[/\\]"
+    r"|test_\w*\.py|conftest\.py|\.pytest_cache"
 )
 _ENV_PROBES = re.compile(r"PYTEST_|PYTEST$|_pytest|scorewright")
 _BUILTIN_BASES = {"int", "float", "str", "bytes", "list", "tuple", "dict", "set", "bool", "complex"}
@@ -78,6 +80,7 @@ class _Scanner:
     def __init__(self, filename: str) -> None:
         self.filename = filename
         self.modules: set[str] = set()
+        self.docstrings: set[int] = set()
 
     def hits(self, tree: ast.Module) -> Iterator[Hit]:
         # Names bound by `import x` / `import x as y`: assigning their attributes patches a
@@ -85,6 +88,14 @@ class _Scanner:
         for node in ast.walk(tree):
             if isinstance(node, ast.Import):
                 self.modules.update((a.asname or a.name).split(".")[0] for a in node.names)
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                body = node.body
+                if (
+                    body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                ):
+                    self.docstrings.add(id(body[0].value))  # prose, not behaviour
         for node in _walk_skipping_main(tree):
             yield from self._node(node, top_level=node in tree.body)
 
@@ -105,7 +116,8 @@ class _Scanner:
         elif isinstance(node, ast.ClassDef):
             yield from self._class(node)
         elif isinstance(node, ast.Constant) and isinstance(node.value, str):
-            yield from self._string(node)
+            if id(node) not in self.docstrings:
+                yield from self._string(node)
         elif isinstance(node, ast.Expr) and top_level and isinstance(node.value, ast.Call):
             name = _dotted(node.value.func)
             if name in ("sys.exit", "exit", "quit", "os._exit", "os.abort"):
@@ -189,7 +201,11 @@ class _Scanner:
                 "." in name
             ):
                 yield self._hit("patches_runtime", node, f"assigns {name}")
-            elif head in self.modules and "." in name and isinstance(target, ast.Attribute):
+            elif (
+                isinstance(target, ast.Attribute)
+                and isinstance(target.value, ast.Name)
+                and target.value.id in self.modules
+            ):  # exactly `module.attr = ...`, not `decimal.getcontext().prec = ...`
                 yield self._hit("patches_runtime", node, f"assigns {name} (patches a module)")
 
     def _function(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> Iterator[Hit]:
