@@ -124,3 +124,24 @@ def test_no_coverage_signal_without_the_option(
     scored = run_scored()
     assert scored.signal("line_coverage") is None
     assert scored.signal("branch_coverage") is None
+
+
+def test_identical_module_skips_are_all_recorded_under_xdist(
+    pytester: pytest.Pytester, run_scored: RunScored
+) -> None:
+    # Same location and reason: xdist forwards only the first such report to the controller.
+    pytester.makepyfile(
+        helper="import pytest\n\ndef need_backend():\n    pytest.skip('no backend', allow_module_level=True)\n",
+        test_one="import helper\nhelper.need_backend()\n",
+        test_two="import helper\nhelper.need_backend()\n",
+        test_ok="def test_ok(): pass\n",
+    )
+    pytester.makeini("[pytest]\npythonpath = .\n")
+    single = run_scored("-n", "0", subprocess=True, out="single.json")
+    multi = run_scored("-n", "2", subprocess=True, out="multi.json")
+    assert _comparable(single.data) == _comparable(multi.data)
+    assert multi.outcomes() == {
+        "test_one.py": "skipped",
+        "test_two.py": "skipped",
+        "test_ok.py::test_ok": "passed",
+    }

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 HELDOUT_KEY = pytest.StashKey[bool]()
 _WORKER_HELDOUT = "scorewright_heldout"
 _WORKER_COVERAGE = "scorewright_cov"
+_WORKER_SKIPS = "scorewright_collect_skips"
 
 
 class ScoreCollector:
@@ -60,9 +61,15 @@ class ScoreCollector:
         self.started = time.perf_counter()
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
-        if report.skipped and not self.is_worker:
+        if report.skipped:
             reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else report.longrepr
-            self.tracker.skip_collector(report.nodeid, bound_message(str(reason)))
+            message = bound_message(str(reason))
+            if self.is_worker:
+                # xdist forwards only the first of several identical skip reports (same
+                # location and reason), so workers send every one themselves.
+                self._workeroutput().setdefault(_WORKER_SKIPS, []).append([report.nodeid, message])
+            else:
+                self.tracker.skip_collector(report.nodeid, message)
         if report.failed:
             self.collection_errors.append(
                 CollectionError(report.nodeid, bound_message(str(report.longrepr)))
@@ -106,6 +113,8 @@ class ScoreCollector:
         output = getattr(node, "workeroutput", None) or {}
         for nodeid in output.get(_WORKER_HELDOUT, []):
             self.tracker.expect(nodeid, heldout=True)
+        for nodeid, message in output.get(_WORKER_SKIPS, []):
+            self.tracker.skip_collector(nodeid, message)
         if self.coverage is not None:
             self.coverage.merge(output.get(_WORKER_COVERAGE, ""))
 
