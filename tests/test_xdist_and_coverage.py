@@ -131,7 +131,10 @@ def test_identical_module_skips_are_all_recorded_under_xdist(
 ) -> None:
     # Same location and reason: xdist forwards only the first such report to the controller.
     pytester.makepyfile(
-        helper="import pytest\n\ndef need_backend():\n    pytest.skip('no backend', allow_module_level=True)\n",
+        helper=(
+            "import pytest\n\ndef need_backend():\n"
+            "    pytest.skip('no backend', allow_module_level=True)\n"
+        ),
         test_one="import helper\nhelper.need_backend()\n",
         test_two="import helper\nhelper.need_backend()\n",
         test_ok="def test_ok(): pass\n",
