@@ -87,6 +87,7 @@ class Evaluator:
         workdir: str | os.PathLike[str] | None = None,
         namespaces: bool = True,
         repeats: int = 0,
+        support_files: Sequence[str | os.PathLike[str]] | None = None,
     ) -> None:
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
@@ -100,6 +101,7 @@ class Evaluator:
         self.env = dict(env or {})
         self.plugins = tuple(plugins)
         self.workdir = require_dir(workdir, "work directory") if workdir else None
+        self.support = tuple(_require_support(p) for p in support_files or ())
         self.features = features.probe()
         self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
         self.expected_visible = self._collect(self.tests, all_heldout=False)
@@ -114,28 +116,50 @@ class Evaluator:
 
     # -- public ------------------------------------------------------------------------------
 
-    def score(self, candidate: str | os.PathLike[str]) -> ScoreResult:
-        """Score one candidate: a ``.py`` file (run as ``<module>.py``) or a directory."""
+    def score(
+        self,
+        candidate: str | os.PathLike[str],
+        *,
+        only: Sequence[str] | None = None,
+        heldout: bool = True,
+    ) -> ScoreResult:
+        """Score one candidate: a ``.py`` file (run as ``<module>.py``) or a directory.
+
+        ``only`` limits the visible run to those test ids (a quick first stage);
+        ``heldout=False`` skips the held-out run.
+        """
         path = require_candidate(candidate, "candidate")
+        expected_visible = self.expected_visible
+        if only is not None:
+            wanted = set(only)
+            unknown = wanted - {nodeid for nodeid, _ in expected_visible}
+            if unknown:
+                raise ConfigError(f"no visible test {sorted(unknown)[0]!r}; use ids the suite has")
+            expected_visible = [e for e in expected_visible if e[0] in wanted]
         started = time.monotonic()
         budget = self.limits.timeout_s
-        if self.heldout is None:
+        if self.heldout is None or not heldout:
             visible_share = budget
         else:
             # The whole call keeps to limits.timeout_s, grace included: the visible run gets a
             # share in proportion to its tests, the held-out run whatever is left.
             grace = 2 * self.limits.grace_s
-            n_visible, n_heldout = len(self.expected_visible), len(self.expected_heldout)
+            n_visible, n_heldout = len(expected_visible), len(self.expected_heldout)
             visible_share = max(budget - grace, 0.1) * n_visible / (n_visible + n_heldout)
-        visible, copied = self._judged_run(path, self.tests, self.expected_visible, visible_share)
+        select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
+        visible, copied = self._judged_run(
+            path, self.tests, expected_visible, visible_share, select=select
+        )
         runs = [("visible", visible)]
-        if self.heldout is not None:
+        if self.heldout is not None and heldout:
             left = budget - (time.monotonic() - started) - self.limits.grace_s
-            heldout, _ = self._judged_run(path, self.heldout, self.expected_heldout, max(left, 0.1))
-            runs.append(("held-out", heldout))
+            held, _ = self._judged_run(path, self.heldout, self.expected_heldout, max(left, 0.1))
+            runs.append(("held-out", held))
         repeats = [visible[0].timing.tests_s]
         for _ in range(self.repeats):
-            again, _ = self._judged_run(path, self.tests, self.expected_visible, visible_share)
+            again, _ = self._judged_run(
+                path, self.tests, expected_visible, visible_share, select=select
+            )
             repeats.append(again[0].timing.tests_s)
         return self._result(path, runs, copied, repeats)
 
@@ -147,8 +171,9 @@ class Evaluator:
         tests: Path,
         expected: Sequence[tuple[str, bool]],
         timeout_s: float,
+        select: Sequence[str] | None = None,
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
-        observed, copied = self._run(candidate, tests, (), timeout_s)
+        observed, copied = self._run(candidate, tests, (), timeout_s, select)
         suite = "held-out" if tests == self.heldout else "visible"
         verdict = judge(
             expected, observed, timeout_s=timeout_s, reference_anchors=self.anchors.get(suite)
@@ -213,14 +238,21 @@ class Evaluator:
         return [(nodeid, heldout or all_heldout) for nodeid, heldout in ids]
 
     def _run(
-        self, candidate: Path, tests: Path, extra_args: Iterable[str], timeout_s: float
+        self,
+        candidate: Path,
+        tests: Path,
+        extra_args: Iterable[str],
+        timeout_s: float,
+        select: Sequence[str] | None = None,
     ) -> tuple[ChildOutcome, CopyReport]:
-        workspace = Workspace.create(candidate, self.module, tests, base=self.workdir)
+        workspace = Workspace.create(
+            candidate, self.module, tests, base=self.workdir, support=self.support
+        )
         try:
             uid = self._sandbox_uid()
             if uid is not None:
                 _hand_over(workspace, uid)
-            spec = self._spec(workspace, uid, tuple(extra_args), timeout_s)
+            spec = self._spec(workspace, uid, tuple(extra_args), timeout_s, select)
             return run_sandboxed(spec), workspace.report
         finally:
             workspace.remove()
@@ -234,12 +266,18 @@ class Evaluator:
         return _UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
 
     def _spec(
-        self, ws: Workspace, uid: int | None, extra_args: tuple[str, ...], timeout_s: float
+        self,
+        ws: Workspace,
+        uid: int | None,
+        extra_args: tuple[str, ...],
+        timeout_s: float,
+        select: Sequence[str] | None = None,
     ) -> SandboxSpec:
         ini = ws.root / "scorewright.ini"
         ini.write_text("[pytest]\n", encoding="utf-8")
+        targets = [str(ws.root / nodeid) for nodeid in select] if select else [str(ws.tests)]
         args = [
-            str(ws.tests),
+            *targets,
             *("-c", str(ini), "--rootdir", str(ws.root), "--confcutdir", str(ws.tests)),
             *("-p", "no:cacheprovider", "-p", "pytest_scorewright.plugin"),
             *itertools.chain.from_iterable(("-p", p) for p in self.plugins),
@@ -351,6 +389,13 @@ def require_candidate(path: str | os.PathLike[str], what: str) -> Path:
         raise ConfigError(f"{what} {os.fspath(p)!r} is not a .py file or a directory")
     if not p.is_file() and not p.is_dir():
         raise ConfigError(f"{what} {os.fspath(p)!r} is not a regular file or a directory")
+    return p.resolve()
+
+
+def _require_support(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"support file {os.fspath(p)!r} does not exist; check the path")
     return p.resolve()
 
 

@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -100,7 +101,12 @@ class Workspace:
 
     @classmethod
     def create(
-        cls, candidate: Path, module: str, tests: Path, base: Path | None = None
+        cls,
+        candidate: Path,
+        module: str,
+        tests: Path,
+        base: Path | None = None,
+        support: Sequence[Path] = (),
     ) -> Workspace:
         root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
@@ -110,6 +116,11 @@ class Workspace:
         else:
             ws.candidate.mkdir()
             shutil.copyfile(candidate, ws.candidate / f"{module}.py")
+        for extra in support:  # trusted files the program needs; copied last, so they win
+            if extra.is_dir():
+                copy_tree(extra, ws.candidate / extra.name, CopyReport(), trusted=True)
+            else:
+                shutil.copyfile(extra, ws.candidate / extra.name)
         copy_tree(tests, ws.tests, CopyReport(), trusted=True)
         return ws
 

@@ -1,0 +1,218 @@
+"""OpenEvolve companion: a ScoreResult as OpenEvolve metrics, and evaluation files in 3 lines.
+
+An OpenEvolve evaluation file::
+
+    from pytest_scorewright.openevolve import evaluator
+
+    _ev = evaluator("tests/", heldout="heldout/", reference="reference/", timeout=30)
+    evaluate = _ev.evaluate
+    evaluate_stage1, evaluate_stage2 = _ev.evaluate_stage1, _ev.evaluate_stage2
+
+Designed for how openevolve 0.4 calls it: each program arrives as a temp ``.py`` file; calls
+come from worker threads and processes; in cascade mode (the default) the evaluation file is
+imported again for every call, so the warm state (the Evaluator with its trusted collection
+and reference values) lives in this module, once per process; OpenEvolve abandons a call that
+passes its own timeout but lets it run, so our own deadline ends it; and ``combined_score`` is
+the fitness. Stage 1 runs a quick share of the visible tests and its score is discounted so it
+can never outrank a full evaluation that passes.
+
+Artifacts for the next prompt are prefixed ``scorewright_``: failing *visible* tests with
+short messages, and integrity reasons. Held-out tests appear only as counts, never by name,
+input or message, or evolution would learn the held-out set.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_scorewright.errors import ScorewrightError
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.fitness import Fitness, FitnessOutcome
+from pytest_scorewright.limits import Limits
+from pytest_scorewright.result import ScoreResult
+
+PREFIX = "scorewright_"
+#: Stage 1's score is at most this share of a full pass's.
+STAGE1_DISCOUNT = 0.5
+_MESSAGE_CHARS = 300
+_MAX_LISTED = 10
+
+_cache: dict[tuple[Any, ...], ScorewrightOpenEvolve] = {}
+_cache_lock = threading.Lock()
+
+
+def to_metrics(
+    result: ScoreResult | Mapping[str, Any] | str,
+    fitness: Fitness | None = None,
+    meta: Mapping[str, str] | None = None,
+    *,
+    outcome: FitnessOutcome | None = None,
+) -> dict[str, float]:
+    """Plain, finite floats, prefixed ``scorewright_``, plus ``combined_score`` (>= 0) from the
+    fitness function; ``combined_score`` is absent when the fitness function failed."""
+    if isinstance(result, str):
+        result = ScoreResult.from_json(result)
+    elif not isinstance(result, ScoreResult):
+        result = ScoreResult.from_dict(result)
+    fitness = fitness or Fitness()
+    outcome = outcome or fitness.evaluate(result, meta)
+    metrics: dict[str, float] = {}
+    for name, value in fitness.metrics(result, meta).items():
+        _put(metrics, PREFIX + name, value)
+    _put(metrics, PREFIX + "ok", 1.0 if result.ok else 0.0)
+    _put(metrics, PREFIX + "flagged", 1.0 if result.integrity.flagged else 0.0)
+    _put(metrics, PREFIX + "rejected", 1.0 if result.integrity.rejected else 0.0)
+    if outcome.score is not None:
+        _put(metrics, "combined_score", max(0.0, outcome.score))
+    return metrics
+
+
+def _put(metrics: dict[str, float], key: str, value: float) -> None:
+    number = float(value)
+    if math.isfinite(number):
+        metrics[key] = number
+
+
+def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dict[str, str]:
+    """Text for the LLM's next prompt. Never a held-out test's name, input or message."""
+    found: dict[str, str] = {}
+    failing = [t for t in result.tests if not t.heldout and not t.passed]
+    if failing:
+        lines = [
+            f"{t.nodeid} [{t.outcome}]: {(t.message or '').splitlines()[0][:_MESSAGE_CHARS]}"
+            if t.message
+            else f"{t.nodeid} [{t.outcome}]"
+            for t in failing[:_MAX_LISTED]
+        ]
+        if len(failing) > _MAX_LISTED:
+            lines.append(f"... and {len(failing) - _MAX_LISTED} more")
+        found[PREFIX + "failing_tests"] = "\n".join(lines)
+    heldout = [t for t in result.tests if t.heldout]
+    if heldout:
+        passed = sum(t.passed for t in heldout)
+        found[PREFIX + "heldout"] = f"{passed}/{len(heldout)} held-out tests passed"
+    if result.integrity.reasons:
+        found[PREFIX + "integrity"] = "\n".join(
+            f"{r.code}: {_without_heldout(r.detail, heldout)}" for r in result.integrity.reasons
+        )
+    if result.error:
+        found[PREFIX + "error"] = _without_heldout(result.error, heldout)
+    if outcome is not None and outcome.error:
+        found[PREFIX + "fitness_error"] = outcome.error
+    return found
+
+
+def _without_heldout(text: str, heldout: Sequence[Any]) -> str:
+    # Reasons and errors can name the test that was running: blank out held-out names.
+    for test in heldout:
+        text = text.replace(test.nodeid, "<held-out test>")
+        text = text.replace(test.nodeid.split("::")[0], "<held-out file>")
+    return text
+
+
+class ScorewrightOpenEvolve:
+    """The object ``evaluator(...)`` returns; its methods are OpenEvolve's entry points."""
+
+    def __init__(
+        self,
+        evaluator: Evaluator,
+        fitness: Fitness,
+        stage1_fraction: float,
+        meta: Mapping[str, str] | None = None,
+    ) -> None:
+        self.evaluator = evaluator
+        self.fitness = fitness
+        self.meta = dict(meta or {})
+        visible = [nodeid for nodeid, _ in evaluator.expected_visible]
+        self.stage1_ids = visible[: max(1, math.ceil(len(visible) * stage1_fraction))]
+
+    def evaluate(self, program_path: str) -> Any:
+        """Full evaluation: visible and held-out tests."""
+        return self._answer(program_path, quick=False)
+
+    def evaluate_stage1(self, program_path: str) -> Any:
+        """A quick share of the visible tests, its score discounted (cascade stage 1)."""
+        return self._answer(program_path, quick=True)
+
+    def evaluate_stage2(self, program_path: str) -> Any:
+        return self._answer(program_path, quick=False)
+
+    def _answer(self, program_path: str, *, quick: bool) -> Any:
+        try:
+            if quick:
+                result = self.evaluator.score(program_path, only=self.stage1_ids, heldout=False)
+            else:
+                result = self.evaluator.score(program_path)
+        except ScorewrightError as exc:
+            return _package(
+                {"combined_score": 0.0, PREFIX + "ok": 0.0}, {PREFIX + "error": str(exc)}
+            )
+        outcome = self.fitness.evaluate(result, self.meta)
+        metrics = to_metrics(result, self.fitness, self.meta, outcome=outcome)
+        if quick and "combined_score" in metrics:
+            metrics["combined_score"] *= STAGE1_DISCOUNT
+        # OpenEvolve merges stage 2 over stage 1's dict: say which stage the numbers are from.
+        metrics[PREFIX + "stage"] = 1.0 if quick else 2.0
+        return _package(metrics, artifacts(result, outcome))
+
+
+def _package(metrics: dict[str, float], found: dict[str, str]) -> Any:
+    try:
+        from openevolve.evaluation_result import EvaluationResult
+    except ImportError:
+        return metrics
+    return EvaluationResult(metrics=metrics, artifacts=dict(found))
+
+
+def evaluator(
+    tests: str | os.PathLike[str],
+    heldout: str | os.PathLike[str] | None = None,
+    reference: str | os.PathLike[str] | None = None,
+    module: str = "solution",
+    timeout: float = 60.0,
+    fitness: str | Fitness = "weighted",
+    fitness_config: Mapping[str, Any] | None = None,
+    fail_closed: bool = False,
+    support_files: Sequence[str | os.PathLike[str]] | None = None,
+    stage1_fraction: float = 0.3,
+    memory_mb: int = 2048,
+    meta: Mapping[str, str] | None = None,
+) -> ScorewrightOpenEvolve:
+    """The warm evaluator for this process: built once per configuration, reused by every
+    re-import of the evaluation file and by every worker thread."""
+    if not 0 < stage1_fraction <= 1:
+        raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
+    key = (
+        str(Path(tests).resolve()),
+        str(Path(heldout).resolve()) if heldout else None,
+        str(Path(reference).resolve()) if reference else None,
+        module,
+        timeout,
+        fitness if isinstance(fitness, str) else id(fitness),
+        tuple(sorted((fitness_config or {}).items())),
+        fail_closed,
+        tuple(str(Path(p).resolve()) for p in support_files or ()),
+        stage1_fraction,
+        memory_mb,
+        tuple(sorted((meta or {}).items())),
+        os.getpid(),  # a forked worker process builds its own
+    )
+    with _cache_lock:
+        if key not in _cache:
+            scorer = fitness if isinstance(fitness, Fitness) else Fitness(fitness, fitness_config)
+            core = Evaluator(
+                tests,
+                heldout=heldout,
+                reference=reference,
+                module=module,
+                limits=Limits(timeout_s=timeout, memory_mb=memory_mb),
+                fail_closed=fail_closed,
+                support_files=support_files,
+            )
+            _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta)
+        return _cache[key]

@@ -1,0 +1,101 @@
+"""The OpenEvolve companion, through openevolve's real Evaluator (no LLM)."""
+
+from __future__ import annotations
+
+import asyncio
+import math
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_scorewright.measure import build_result
+from pytest_scorewright.openevolve import artifacts, to_metrics
+from pytest_scorewright.result import ScoreResult, TestRecord
+
+openevolve_config = pytest.importorskip("openevolve.config")
+openevolve_evaluator = pytest.importorskip("openevolve.evaluator")
+
+ROOT = Path(__file__).resolve().parent.parent
+TASK = ROOT / "examples" / "quickstart"
+EXAMPLE = ROOT / "examples" / "openevolve"
+
+PROGRAMS = {
+    "reference": (TASK / "reference" / "solution.py").read_text(),
+    "partial": (TASK / "solution.py").read_text(),
+    "wrong": (EXAMPLE / "initial_program.py").read_text(),
+    "hang": "def encode(text):\n    while True:\n        pass\n\ndecode = encode\n",
+    "os_exit": "import os\nos._exit(0)\n",
+}
+
+
+@pytest.fixture(scope="module")
+def evaluation_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("oe") / "evaluate_quick.py"
+    path.write_text(
+        "from pytest_scorewright.openevolve import evaluator\n"
+        f"_ev = evaluator({str(TASK / 'tests')!r}, heldout={str(TASK / 'heldout')!r},\n"
+        f"               reference={str(TASK / 'reference')!r}, timeout=8)\n"
+        "evaluate, evaluate_stage1, evaluate_stage2 = "
+        "_ev.evaluate, _ev.evaluate_stage1, _ev.evaluate_stage2\n"
+    )
+    return path
+
+
+def _run(
+    evaluation_file: Path, cascade: bool
+) -> dict[str, tuple[dict[str, Any], dict[str, Any], float]]:
+    config = openevolve_config.load_config(str(EXAMPLE / "config.yaml"))
+    config.evaluator.cascade_evaluation = cascade
+    evaluator = openevolve_evaluator.Evaluator(config.evaluator, str(evaluation_file))
+    found = {}
+    for name, code in PROGRAMS.items():
+        started = time.monotonic()
+        metrics = asyncio.run(evaluator.evaluate_program(code, name))
+        found[name] = (
+            metrics,
+            evaluator.get_pending_artifacts(name) or {},
+            time.monotonic() - started,
+        )
+    return found
+
+
+@pytest.mark.parametrize("cascade", [True, False], ids=["cascade", "direct"])
+def test_real_openevolve_ranks_reference_over_partial_over_wrong(
+    evaluation_file: Path, cascade: bool
+) -> None:
+    found = _run(evaluation_file, cascade)
+    score = {name: float(metrics["combined_score"]) for name, (metrics, _, _) in found.items()}
+    assert score["reference"] > score["partial"] > score["wrong"], score
+    for name in ("hang", "os_exit"):
+        assert score[name] == 0.0, (name, found[name][0])
+        assert found[name][2] < 40, (name, found[name][2])
+    for name, (metrics, found_artifacts, _) in found.items():
+        assert all(type(v) is float and math.isfinite(v) for v in metrics.values()), name
+        text = " ".join(str(v) for v in found_artifacts.values())
+        assert "test_heldout" not in text, (name, text)
+        assert "negative_count" not in text, (name, text)
+    failing = found["wrong"][1]["scorewright_failing_tests"]
+    assert "tests/test_visible.py::test_runs" in failing
+
+
+def test_the_bundled_example_config_is_accepted() -> None:
+    config = openevolve_config.load_config(str(EXAMPLE / "config.yaml"))
+    assert config.evaluator.cascade_evaluation is True
+
+
+def test_to_metrics_is_pure_and_plain() -> None:
+    records = [
+        TestRecord("t.py::a", "passed", "call", False, 0.1),
+        TestRecord("h.py::secret_case", "failed", "call", True, 0.1, "expected 42"),
+    ]
+    result = build_result(records, mode="evaluator", duration_s=1.0)
+    metrics = to_metrics(result.to_json())
+    assert metrics == to_metrics(result)
+    assert all(type(v) is float for v in metrics.values())
+    assert metrics["combined_score"] == 0.5
+    assert metrics["scorewright_heldout_divergence"] == 1.0
+    found = artifacts(result)
+    assert found == {"scorewright_heldout": "0/1 held-out tests passed"}
+    assert isinstance(ScoreResult.from_json(result.to_json()), ScoreResult)
