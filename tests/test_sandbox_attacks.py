@@ -96,19 +96,36 @@ def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResul
     assert result.signal("pass_rate") != 1.0, "a wrong candidate got a full pass"
     # The whole call keeps to the budget (grace included); 3 s for fork, copies and the result.
     assert elapsed < TIMEOUT_S + 3, elapsed
-    assert _sandbox_processes() == [], "a candidate process outlived score()"
+    left = _sandbox_processes()
+    assert left == [], f"a candidate process outlived score(): {_describe(left)}"
     return result, elapsed
 
 
 def _sandbox_processes() -> list[int]:
+    """Processes whose real uid is a sandbox uid (the status file: a non-dumpable process's
+    /proc directory belongs to root)."""
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
-                if os.stat(f"/proc/{entry}").st_uid >= 1_000_000:
-                    found.append(int(entry))
+                status = Path(f"/proc/{entry}/status").read_text()
             except OSError:
                 continue
+            uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
+            if int(uid) >= 1_000_000:
+                found.append(int(entry))
+    return found
+
+
+def _describe(pids: list[int]) -> list[str]:
+    found = []
+    for pid in pids:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text().splitlines()
+        except OSError:
+            continue
+        keep = ("Name", "State", "PPid", "Uid", "NSpid")
+        found.append(" ".join(line for line in status if line.split(":")[0] in keep))
     return found
 
 

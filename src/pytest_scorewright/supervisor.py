@@ -204,7 +204,14 @@ class _Watch:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             self._try_reap(0)
-        self._sweep()
+        uid = self.spec.worker.uid
+        if uid is not None:
+            # kill -1 can miss a process that is being forked at that instant: check, repeat.
+            for _ in range(50):
+                kill_every_process_of(uid)
+                if not processes_of(uid):
+                    break
+                time.sleep(0.002)
         for key in list(self.sel.get_map().values()):
             fd = int(key.fd)
             self.sel.unregister(fd)
@@ -230,6 +237,26 @@ def kill_every_process_of(uid: int) -> None:
         finally:
             os._exit(0)
     os.waitpid(pid, 0)
+
+
+def processes_of(uid: int) -> list[int]:
+    """Processes whose real uid is ``uid`` (from /proc/<pid>/status, which is right even for
+    non-dumpable processes, whose /proc directory belongs to root)."""
+    found = []
+    wanted = str(uid)
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as fh:
+                for line in fh:
+                    if line.startswith(b"Uid:"):
+                        if line.split()[1].decode() == wanted:
+                            found.append(int(entry))
+                        break
+        except OSError:
+            continue
+    return found
 
 
 # -- the child side ------------------------------------------------------------------------
