@@ -6,12 +6,15 @@ Exit status: 0 when the command did its job, 2 for a usage error (one line on st
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 
 from pytest_scorewright._version import __version__
-from pytest_scorewright.errors import ScorewrightError
-from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.errors import ConfigError, ScorewrightError
+from pytest_scorewright.fitness import Fitness, config_from_pyproject, parse_pairs, with_fitness
+from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
 from pytest_scorewright.schema import schema_text
 from pytest_scorewright.summary import summary_lines
 
@@ -33,7 +36,6 @@ def _cmd_show(args: argparse.Namespace) -> int:
 def _cmd_score(args: argparse.Namespace) -> int:
     from pytest_scorewright.evaluator import Evaluator
     from pytest_scorewright.limits import Limits
-    from pytest_scorewright.result import check_writable
 
     if args.out:
         check_writable(args.out)  # before any work: an unwritable path is a usage error
@@ -52,7 +54,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
         fail_closed=args.fail_closed,
         repeats=args.repeats,
     )
-    result = evaluator.score(args.candidate)
+    fitness, meta = _fitness_from_args(args)
+    result = with_fitness(evaluator.score(args.candidate), fitness, meta)
     if args.out:
         result.write(args.out)
         for line in summary_lines(result, out=args.out):
@@ -60,6 +63,63 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.to_json())
     return 0
+
+
+def _cmd_leaderboard(args: argparse.Namespace) -> int:
+    from pytest_scorewright import leaderboard
+
+    if args.html:
+        check_writable(args.html)
+    fitness, _ = _fitness_from_args(args)
+    rows = leaderboard.rank(leaderboard.load(args.results), fitness)
+    sys.stdout.write(leaderboard.table(rows))
+    if args.html:
+        write_atomic(args.html, leaderboard.page(rows, fitness.name))
+        print(f"scorewright: wrote {args.html}", file=sys.stderr)
+    return 0
+
+
+def _fitness_from_args(args: argparse.Namespace) -> tuple[Fitness, dict[str, str]]:
+    """pyproject.toml's [tool.scorewright.fitness], then the command line over it."""
+    name, config = config_from_pyproject(Path.cwd() / "pyproject.toml")
+    if args.fitness:
+        name, config = args.fitness, {}
+    config.update(parse_pairs(args.fitness_config or [], "--fitness-config"))
+    prices = None
+    if args.prices:
+        try:
+            prices = json.loads(Path(args.prices).read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise ConfigError(
+                f"--prices {args.prices}: cannot read a JSON price table ({exc})"
+            ) from None
+        if not isinstance(prices, dict):
+            raise ConfigError(f"--prices {args.prices}: expected an object of model -> prices")
+    meta = {k: str(v) for k, v in parse_pairs(args.meta or [], "--meta").items()}
+    return Fitness(name, config, prices=prices), meta
+
+
+def _add_fitness_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--fitness", metavar="NAME", help="weighted, pass_rate, module:Class, or an entry point"
+    )
+    p.add_argument(
+        "--fitness-config",
+        action="append",
+        metavar="KEY=VALUE",
+        help="A fitness setting (repeatable)",
+    )
+    p.add_argument(
+        "--meta",
+        action="append",
+        metavar="KEY=VALUE",
+        help="Candidate metadata, e.g. tokens_input=1200",
+    )
+    p.add_argument(
+        "--prices",
+        metavar="FILE",
+        help="JSON price table: {model: {input, output}} USD per million tokens",
+    )
 
 
 def _positive_float(text: str) -> float:
@@ -118,7 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="N",
         help="Run the visible tests N more times, in fresh work dirs, for timing checks",
     )
+    _add_fitness_options(p)
     p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("leaderboard", help="Rank ScoreResult files by a fitness function")
+    p.add_argument("results", nargs="+", metavar="RESULT.json")
+    p.add_argument("--html", metavar="FILE", help="Also write a self-contained HTML page")
+    _add_fitness_options(p)
+    p.set_defaults(func=_cmd_leaderboard)
 
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
     p.add_argument("results", nargs="+", metavar="RESULT.json")

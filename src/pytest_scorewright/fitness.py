@@ -17,6 +17,7 @@ gets the reject value without calling the function.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import math
 import os
@@ -30,7 +31,7 @@ from typing import Any, ClassVar, Protocol
 import pluggy
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.result import ScoreResult, Signal
 
 ENTRY_POINT_GROUP = "scorewright.fitness"
 
@@ -350,3 +351,30 @@ def parse_pairs(pairs: list[str], what: str) -> dict[str, Any]:
 def _one_line(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+
+
+def with_fitness(
+    result: ScoreResult, fitness: Fitness, meta: Mapping[str, str] | None = None
+) -> ScoreResult:
+    """The result with its fitness judgement in ``extra["fitness"]`` and, when the metadata
+    has them, ``tokens`` and ``cost_usd`` signals. The measured signals are untouched."""
+    outcome = fitness.evaluate(result, meta)
+    present = {s.name for s in result.signals}
+    units = {"tokens": "count", "cost_usd": "USD"}
+    added = tuple(
+        Signal(name, value, units[name], False)
+        for name, value in cost_metrics(meta or {}, fitness.prices).items()
+        if name not in present
+    )
+    judgement = {
+        "name": outcome.name,
+        "combined_score": outcome.score,
+        "details": dict(outcome.details),
+        "error": outcome.error,
+        "config": dict(fitness.config),
+    }
+    return dataclasses.replace(
+        result,
+        signals=(*result.signals, *added),
+        extra={**result.extra, "fitness": judgement, **({"meta": dict(meta)} if meta else {})},
+    )
