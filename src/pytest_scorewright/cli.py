@@ -187,6 +187,14 @@ def build_parser() -> argparse.ArgumentParser:
     _add_fitness_options(p)
     p.set_defaults(func=_cmd_leaderboard)
 
+    p = sub.add_parser(
+        "shinka", help="Score a program for ShinkaEvolve: writes metrics.json and correct.json"
+    )
+    from pytest_scorewright.loops import add_shinka_arguments, run_shinka
+
+    add_shinka_arguments(p)
+    p.set_defaults(func=run_shinka)
+
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
     p.add_argument("results", nargs="+", metavar="RESULT.json")
     p.set_defaults(func=_cmd_show)

@@ -1,0 +1,86 @@
+"""ShinkaEvolve files and the verifiers reward, on the bundled example task."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.loops import extract_code, verifiers_reward
+
+TASK = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+
+
+def test_scorewright_shinka_writes_metrics_and_correct(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest_scorewright.cli", "shinka",
+            "--program_path", str(TASK / "solution.py"),
+            "--results_dir", str(tmp_path),
+            "--tests", str(TASK / "tests"),
+            "--heldout", str(TASK / "heldout"),
+            "--reference", str(TASK / "reference"),
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    metrics = json.loads((tmp_path / "metrics.json").read_text())
+    correct = json.loads((tmp_path / "correct.json").read_text())
+    assert set(metrics) == {"combined_score", "public", "private", "text_feedback"}
+    assert metrics["combined_score"] == pytest.approx(8 / 9)
+    assert metrics["public"]["visible_pass_rate"] == 1.0
+    assert "heldout_pass_rate" not in metrics["public"]
+    assert metrics["private"]["heldout_pass_rate"] == 0.5
+    assert "negative_count" not in metrics["text_feedback"]
+    assert "1/2 held-out tests passed" in metrics["text_feedback"]
+    assert correct == {"correct": True, "error": None}
+    assert (tmp_path / "scorewright.json").exists()
+
+
+def test_an_evaluate_py_for_shinka_is_two_lines(tmp_path: Path) -> None:
+    evaluate = tmp_path / "evaluate.py"
+    evaluate.write_text(
+        "from pytest_scorewright.loops import shinka_main\n"
+        f"shinka_main(tests={str(TASK / 'tests')!r}, reference={str(TASK / 'reference')!r})\n"
+    )
+    broken = tmp_path / "broken.py"
+    broken.write_text("import os\nos._exit(0)\n")
+    out = tmp_path / "results"
+    done = subprocess.run(
+        [sys.executable, str(evaluate), "--program_path", str(broken), "--results_dir", str(out)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads((out / "metrics.json").read_text())["combined_score"] == 0.0
+    correct = json.loads((out / "correct.json").read_text())
+    assert correct["correct"] is False
+    assert "exited before pytest finished" in correct["error"]
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Evaluator:
+    return Evaluator(TASK / "tests", reference=TASK / "reference")
+
+
+def test_the_verifiers_reward_scores_a_completions_code(evaluator: Evaluator) -> None:
+    reward, weight = verifiers_reward(evaluator, weight=2.0)
+    good = (TASK / "reference" / "solution.py").read_text()
+    chat = [
+        {"role": "user", "content": "write it"},
+        {"role": "assistant", "content": f"Here:\n```python\n{good}```\nDone."},
+    ]
+    assert weight == 2.0
+    assert reward(chat) == 1.0
+    assert reward("```python\ndef encode(t):\n    return []\n```") < 0.5
+    assert reward("no code at all") == 0.0
+
+
+def test_extract_code_takes_the_last_block() -> None:
+    assert extract_code("```py\na = 1\n```\ntext\n```python\nb = 2\n```") == "b = 2\n"
+    assert extract_code("plain") == "plain"
