@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scorewright import evaluator as evaluator_module
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.features import probe
 from pytest_scorewright.limits import Limits
@@ -102,8 +103,10 @@ def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResul
 
 
 def _sandbox_processes() -> list[int]:
-    """Processes whose real uid is a sandbox uid (the status file: a non-dumpable process's
-    /proc directory belongs to root)."""
+    """Processes running as one of the sandbox uids this test process hands out (read from
+    /proc/<pid>/status: a non-dumpable process's /proc directory belongs to root). Other
+    processes' sandboxes, say a second test run on the machine, are not ours to count."""
+    low = evaluator_module._UID_BASE + (os.getpid() % 4096) * 256
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
@@ -112,7 +115,7 @@ def _sandbox_processes() -> list[int]:
             except OSError:
                 continue
             uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
-            if int(uid) >= 1_000_000:
+            if low <= int(uid) < low + 256:
                 found.append(int(entry))
     return found
 
@@ -578,3 +581,28 @@ def test_a_symlink_in_the_candidate_dir_is_not_followed(
     message = next(t.message for t in result.tests if t.nodeid.endswith("test_small"))
     assert message is not None
     assert "answers.py" not in message
+
+
+@needs_root_sandbox
+def test_honest_multiprocessing_works_on_a_private_dev_shm(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    candidate = tmp_path / "mp.py"
+    candidate.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing
+
+            def _plus_zero(x):
+                return x + 0
+
+            def add(a, b):
+                with multiprocessing.Pool(2) as pool:
+                    return sum(pool.map(_plus_zero, [a, b]))
+            """
+        )
+    )
+    result = evaluator.score(candidate)
+    assert result.signal("pass_rate") == 1.0, [(t.nodeid, t.message) for t in result.tests]
+    assert not result.integrity.flagged, result.integrity.reasons
+    assert _sandbox_processes() == []

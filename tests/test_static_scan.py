@@ -57,6 +57,7 @@ def test_honest_idioms_stay_silent() -> None:
     import sys
     from dataclasses import dataclass
     from typing import NamedTuple
+    from urllib.parse import urlparse
 
     sys.setrecursionlimit(10_000)
     decimal.getcontext().prec = 50

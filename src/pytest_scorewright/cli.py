@@ -166,7 +166,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--reference", metavar="PATH", help="Trusted reference solution")
     p.add_argument("--module", default="solution", help="Module name the tests import")
     p.add_argument("--out", metavar="FILE", help="Write the result here (default: stdout)")
-    p.add_argument("--timeout", type=_positive_float, default=60.0, metavar="SECONDS")
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=45.0,
+        metavar="SECONDS",
+        help="Budget for the whole candidate, visible and held-out runs (default 45)",
+    )
     p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")

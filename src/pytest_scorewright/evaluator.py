@@ -287,9 +287,11 @@ class Evaluator:
         env = {**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **self.env}
         readable = self._readable_paths(ws)
         use_namespaces = self.use_namespaces
+        # /dev/shm is writable only where it is the run's own tmpfs (namespaces).
+        shm = ("/dev/shm",) if use_namespaces else ()  # noqa: S108 - a private tmpfs per run
         policy = Policy(
             readable=readable,
-            writable=(str(ws.candidate), str(ws.home), "/dev/null"),
+            writable=(str(ws.candidate), str(ws.home), "/dev/null", *shm),
             deny_tcp=not self.network and not use_namespaces,
         )
         return SandboxSpec(

@@ -20,7 +20,9 @@ class Limits:
 
     #: Wall-clock budget for scoring one candidate (visible and held-out runs together, grace
     #: included), enforced by the parent, which kills the child's whole tree at its deadline.
-    timeout_s: float = 60.0
+    #: 45 s keeps a whole `scorewright score` call (collection and reference run included)
+    #: under a minute.
+    timeout_s: float = 45.0
     #: CPU seconds (RLIMIT_CPU); None means the wall deadline rounded up.
     cpu_s: int | None = None
     #: Address space in MiB (RLIMIT_AS).

@@ -75,10 +75,24 @@ class Monitor:
         self.busy = False
         self.snapshot: dict[tuple[str, str, str], object] = {}
         self.take_snapshot()
-        self.atexit_before = atexit._ncallbacks()
+        self._wrap_atexit()
         self.threads_before = {t.ident for t in threading.enumerate()}
         self._send: Callable[[int, dict[str, Any]], None] = send
         self._getframe = sys._getframe
+
+    def _wrap_atexit(self) -> None:
+        # atexit keeps no record of who registered what, and the standard library registers
+        # handlers of its own (multiprocessing): note only registrations from candidate code.
+        original = atexit.register
+        monitor = self
+
+        def register(func: Any, *args: Any, **kwargs: Any) -> Any:
+            where = monitor.candidate_line(monitor._getframe(1), immediate=True)
+            if where is not None:
+                monitor.finding("atexit_registered", f"{where} registered an atexit handler")
+            return original(func, *args, **kwargs)
+
+        atexit.register = register  # type: ignore[assignment]
 
     def take_snapshot(self) -> None:
         """Record the watched identities; called again when collection starts, once pytest
@@ -145,10 +159,13 @@ class Monitor:
                     else ("pytest_tampered")
                 )
                 self.finding(code, f"{name} was replaced while the candidate ran")
-        if atexit._ncallbacks() > self.atexit_before:
-            self.finding("atexit_registered", "the candidate registered an atexit handler")
         extra = [
-            t for t in threading.enumerate() if t.ident not in self.threads_before and t.is_alive()
+            t
+            for t in threading.enumerate()
+            if t.ident not in self.threads_before
+            and t.is_alive()
+            # Idle pool workers are how honest concurrent code looks at the end.
+            and not t.name.startswith(("ThreadPoolExecutor", "asyncio_"))
         ]
         if extra:
             self.finding(
@@ -277,6 +294,10 @@ _IMMEDIATE = frozenset(
         "gc.get_objects",
         "gc.get_referrers",
         "gc.get_referents",
+        # multiprocessing and subprocess signal their own workers from the stdlib.
+        "os.kill",
+        "os.killpg",
+        "signal.pthread_kill",
     }
 )
 

@@ -75,6 +75,11 @@ def setup_as_init(masks: Sequence[Mask], stage_dir: str, *, loopback: bool) -> N
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC, None)
     for i, mask in enumerate(masks):
         _apply_mask(mask, os.path.join(stage_dir, str(i)))
+    # A private, empty /dev/shm per run: multiprocessing needs it for its semaphores, and
+    # nothing written there outlives the run (no cache shared across candidates).
+    shm = "/dev/shm"  # noqa: S108 - mounted over with a tmpfs of this run's own
+    if os.path.isdir(shm):
+        linux.mount("tmpfs", shm, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
     if loopback:
         _loopback_up()
 

@@ -174,7 +174,7 @@ def evaluator(
     heldout: str | os.PathLike[str] | None = None,
     reference: str | os.PathLike[str] | None = None,
     module: str = "solution",
-    timeout: float = 60.0,
+    timeout: float = 30.0,
     fitness: str | Fitness = "weighted",
     fitness_config: Mapping[str, Any] | None = None,
     fail_closed: bool = False,

@@ -138,7 +138,10 @@ class _Scanner:
                 yield self._hit("imports_test_machinery", node, f"imports {name}")
             elif root == "ctypes":
                 yield self._hit("raw_memory_access", node, "imports ctypes")
-            elif root in ("socket", "urllib", "http", "requests"):
+            elif root in ("socket", "requests", "httpx") or name in (
+                "urllib.request",
+                "http.client",
+            ):
                 yield self._hit("network_access", node, f"imports {name}")
             elif root == "atexit":
                 yield self._hit("atexit_registered", node, "imports atexit")
