@@ -13,7 +13,8 @@ import os
 import sys
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,7 @@ from pytest_scorewright.result import ScoreResult, Signal
 from pytest_scorewright.static_scan import scan_path
 from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
 from pytest_scorewright.verdict import RunVerdict, judge
+from pytest_scorewright.warm import WarmParent
 from pytest_scorewright.workspace import CopyReport, Workspace, require_dir
 
 #: Directories every Python needs to read; the rest of the file system is closed to the
@@ -88,6 +90,8 @@ class Evaluator:
         namespaces: bool = True,
         repeats: int = 0,
         support_files: Sequence[str | os.PathLike[str]] | None = None,
+        warm: bool = True,
+        preload: Sequence[str] = (),
     ) -> None:
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
@@ -103,6 +107,9 @@ class Evaluator:
         self.workdir = require_dir(workdir, "work directory") if workdir else None
         self.support = tuple(_require_support(p) for p in support_files or ())
         self.features = features.probe()
+        # Every run is forked by the warm parent, a clean single-threaded process; warm=False
+        # forks from this process instead (which must then be single-threaded).
+        self._warm = WarmParent(preload) if warm else None
         self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
         self.expected_visible = self._collect(self.tests, all_heldout=False)
         self.expected_heldout = (
@@ -162,6 +169,37 @@ class Evaluator:
             )
             repeats.append(again[0].timing.tests_s)
         return self._result(path, runs, copied, repeats)
+
+    def score_many(
+        self, candidates: Sequence[str | os.PathLike[str]], workers: int = 2
+    ) -> Iterator[tuple[int, ScoreResult]]:
+        """Score candidates ``workers`` at a time; yields ``(index, result)`` as each finishes.
+
+        A candidate that cannot be scored at all (a missing path) is raised before any work.
+        """
+        paths = [require_candidate(c, "candidate") for c in candidates]
+        if workers < 1:
+            raise ConfigError(f"workers must be at least 1, not {workers}")
+        if self._warm is None or workers == 1:
+            for index, path in enumerate(paths):
+                yield index, self.score(path)
+            return
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
+            futures = {pool.submit(self.score, path): i for i, path in enumerate(paths)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+
+    def close(self) -> None:
+        """Stop the warm parent (also happens when this process exits)."""
+        if self._warm is not None:
+            self._warm.close()
+            self._warm = None
+
+    def __enter__(self) -> Evaluator:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     # -- runs --------------------------------------------------------------------------------
 
@@ -253,7 +291,8 @@ class Evaluator:
             if uid is not None:
                 _hand_over(workspace, uid)
             spec = self._spec(workspace, uid, tuple(extra_args), timeout_s, select)
-            return run_sandboxed(spec), workspace.report
+            observed = self._warm.run(spec) if self._warm is not None else run_sandboxed(spec)
+            return observed, workspace.report
         finally:
             workspace.remove()
 

@@ -16,6 +16,7 @@ process of that uid. The parent reads two pipes, messages and output, each bound
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import selectors
 import signal
@@ -65,9 +66,9 @@ class ChildOutcome:
 
 def run_sandboxed(spec: SandboxSpec) -> ChildOutcome:
     """Run pytest in a sandboxed child and observe it until it ends or the deadline."""
-    msg_r, msg_w = os.pipe()
-    out_r, out_w = os.pipe()
-    ctl_r, ctl_w = os.pipe()
+    msg_r, msg_w = _pipe()
+    out_r, out_w = _pipe()
+    ctl_r, ctl_w = _pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
@@ -75,6 +76,19 @@ def run_sandboxed(spec: SandboxSpec) -> ChildOutcome:
     for fd in (msg_w, out_w, ctl_w):
         os.close(fd)
     return _Watch(spec, pid, start, msg_r, out_r, ctl_r).run()
+
+
+def _pipe() -> tuple[int, int]:
+    """A pipe whose ends are above 0-2: the child dup2()s its output onto 1 and 2, which must
+    never be one of these (a caller that closed its stdio would get 0 and 1 from os.pipe)."""
+    ends = []
+    for fd in os.pipe():
+        if fd < 3:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)
+            os.close(fd)
+            fd = moved
+        ends.append(fd)
+    return ends[0], ends[1]
 
 
 class _Watch:
