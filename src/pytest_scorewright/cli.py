@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -63,6 +64,56 @@ def _cmd_score(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.to_json())
     return 0
+
+
+def _cmd_score_many(args: argparse.Namespace) -> int:
+    from pytest_scorewright.evaluator import Evaluator, require_candidate
+    from pytest_scorewright.limits import Limits
+
+    out_dir = Path(args.out_dir)
+    paths = [require_candidate(c, "candidate") for c in args.candidates]
+    names = _result_names(paths)
+    check_writable(out_dir / names[0])
+    fitness, meta = _fitness_from_args(args)
+    progress = sys.stderr.isatty()
+    started = time.monotonic()
+    flagged = failed = 0
+    with Evaluator(
+        args.tests,
+        heldout=args.heldout,
+        reference=args.reference,
+        module=args.module,
+        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory_mb),
+        network=args.allow_network,
+        fail_closed=args.fail_closed,
+    ) as evaluator:
+        for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
+            with_fitness(result, fitness, meta).write(out_dir / names[index])
+            flagged += result.integrity.flagged
+            failed += not result.ok
+            if progress:
+                print(f"\r[{done}/{len(paths)}] {names[index]}".ljust(60), end="", file=sys.stderr)
+    if progress:
+        print(file=sys.stderr)
+    elapsed = time.monotonic() - started
+    print(
+        f"scorewright: scored {len(paths)} candidates in {elapsed:.1f}s "
+        f"({len(paths) / elapsed:.2f}/s) with -j {args.jobs}; {failed} not ok, {flagged} flagged; "
+        f"results in {out_dir}",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _result_names(paths: Sequence[Path]) -> list[str]:
+    """``<candidate>.json``, numbered where two candidates share a name."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        stem = path.stem if path.is_file() else path.name
+        count = seen[stem] = seen.get(stem, 0) + 1
+        names.append(f"{stem}.json" if count == 1 else f"{stem}-{count}.json")
+    return names
 
 
 def _cmd_leaderboard(args: argparse.Namespace) -> int:
@@ -186,6 +237,21 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_fitness_options(p)
     p.set_defaults(func=_cmd_score)
+
+    p = sub.add_parser("score-many", help="Score many candidates at once, one result file each")
+    p.add_argument("candidates", nargs="+", metavar="CANDIDATE")
+    p.add_argument("--tests", required=True, metavar="DIR")
+    p.add_argument("--heldout", metavar="DIR")
+    p.add_argument("--reference", metavar="PATH")
+    p.add_argument("--module", default="solution")
+    p.add_argument("--out-dir", required=True, metavar="DIR", help="One <candidate>.json each")
+    p.add_argument("-j", "--jobs", type=_whole_number(1), default=2, help="Candidates at once")
+    p.add_argument("--timeout", type=_positive_float, default=45.0, metavar="SECONDS")
+    p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
+    p.add_argument("--allow-network", action="store_true")
+    p.add_argument("--fail-closed", action="store_true")
+    _add_fitness_options(p)
+    p.set_defaults(func=_cmd_score_many)
 
     p = sub.add_parser("leaderboard", help="Rank ScoreResult files by a fitness function")
     p.add_argument("results", nargs="+", metavar="RESULT.json")

@@ -1,0 +1,111 @@
+"""The warm parent and score_many: clean forks, many candidates at once, nothing left over."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+
+TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
+CANDIDATES = sorted((TASK / "candidates").glob("honest_*.py"))[:4]
+
+# Lives only in this (the caller's) process; a candidate must not find it in its memory.
+CALLER_SECRET = "sw-caller-memory-secret-" + "4c1d"
+
+
+def test_score_many_yields_every_candidate_once_with_its_index() -> None:
+    with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
+        alone = {i: ev.score(c).signal("pass_rate") for i, c in enumerate(CANDIDATES)}
+        many = dict((i, r.signal("pass_rate")) for i, r in ev.score_many(CANDIDATES, workers=2))
+    assert many == alone
+
+
+def test_the_callers_memory_is_not_in_the_candidates_process(tmp_path: Path) -> None:
+    candidate = tmp_path / "sniff.py"
+    candidate.write_text(
+        textwrap.dedent(
+            """
+            import gc
+            found = [
+                v for o in gc.get_objects() if type(o) is dict
+                for v in list(o.values()) if isinstance(v, str) and "caller-memory" in v
+            ]
+            def is_prime(n):
+                raise AssertionError(repr(found))
+            def gcd(a, b):
+                return 0
+            def fib(n):
+                return 0
+            """
+        )
+    )
+    secret_holder = {"key": CALLER_SECRET}  # a live object in this process
+    with Evaluator(TASK / "tests", reference=TASK / "reference") as ev:
+        result = ev.score(candidate)
+    assert CALLER_SECRET not in result.to_json(), secret_holder
+    assert "gc_introspection" in {r.code for r in result.integrity.reasons}
+
+
+def test_the_warm_parent_goes_when_the_evaluator_closes() -> None:
+    ev = Evaluator(TASK / "tests", reference=TASK / "reference")
+    warm = ev._warm
+    assert warm is not None
+    pid = warm._proc.pid
+    ev.close()
+    assert warm._proc.poll() is not None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_the_warm_parent_goes_when_its_caller_dies(tmp_path: Path) -> None:
+    script = (
+        "import os, sys, time\n"
+        "from pytest_scorewright.evaluator import Evaluator\n"
+        f"ev = Evaluator({str(TASK / 'tests')!r}, reference={str(TASK / 'reference')!r})\n"
+        "print(ev._warm._proc.pid, flush=True)\n"
+        "time.sleep(60)\n"
+    )
+    caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    assert caller.stdout is not None
+    warm_pid = int(caller.stdout.readline())
+    caller.send_signal(signal.SIGKILL)
+    caller.wait()
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and Path(f"/proc/{warm_pid}").exists():
+        state = Path(f"/proc/{warm_pid}/stat").read_text().split(")")[-1].split()[0]
+        if state == "Z":
+            break
+        time.sleep(0.05)
+    alive = Path(f"/proc/{warm_pid}").exists()
+    state = (
+        Path(f"/proc/{warm_pid}/stat").read_text().split(")")[-1].split()[0] if alive else "gone"
+    )
+    assert state in ("gone", "Z"), state
+
+
+def test_score_many_cli_writes_one_result_per_candidate_and_a_summary(tmp_path: Path) -> None:
+    twin = tmp_path / "twin"
+    twin.mkdir()
+    (twin / "honest_memo.py").write_text((TASK / "candidates" / "honest_memo.py").read_text())
+    candidates = [*map(str, CANDIDATES), str(twin / "honest_memo.py")]
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest_scorewright.cli", "score-many", *candidates,
+            "--tests", str(TASK / "tests"), "--heldout", str(TASK / "heldout"),
+            "--reference", str(TASK / "reference"), "--out-dir", str(tmp_path / "out"), "-j", "2",
+        ],
+        capture_output=True, text=True, check=False, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    written = sorted(p.name for p in (tmp_path / "out").iterdir())
+    assert written == sorted([*(f"{Path(c).stem}.json" for c in CANDIDATES), "honest_memo-2.json"])
+    assert "\r" not in done.stderr  # no progress line when stderr is not a terminal
+    assert done.stderr.startswith(f"scorewright: scored {len(candidates)} candidates in ")
