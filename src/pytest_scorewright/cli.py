@@ -11,6 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import ConfigError, ScorewrightError
@@ -18,6 +19,9 @@ from pytest_scorewright.fitness import Fitness, config_from_pyproject, parse_pai
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
 from pytest_scorewright.schema import schema_text
 from pytest_scorewright.summary import summary_lines
+
+if TYPE_CHECKING:
+    from pytest_scorewright.evaluator import Evaluator
 
 
 def _cmd_schema(args: argparse.Namespace) -> int:
@@ -34,27 +38,26 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
-def _cmd_score(args: argparse.Namespace) -> int:
+def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
     from pytest_scorewright.evaluator import Evaluator
     from pytest_scorewright.limits import Limits
 
-    if args.out:
-        check_writable(args.out)  # before any work: an unwritable path is a usage error
-    limits = Limits(
-        timeout_s=args.timeout,
-        memory_mb=args.memory_mb,
-        cpu_s=args.cpu_seconds,
-    )
-    evaluator = Evaluator(
+    return Evaluator(
         args.tests,
         heldout=args.heldout,
         reference=args.reference,
         module=args.module,
-        limits=limits,
+        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory_mb, cpu_s=args.cpu_seconds),
         network=args.allow_network,
         fail_closed=args.fail_closed,
         repeats=args.repeats,
     )
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    if args.out:
+        check_writable(args.out)  # before any work: an unwritable path is a usage error
+    evaluator = _evaluator_from_args(args)
     fitness, meta = _fitness_from_args(args)
     result = with_fitness(evaluator.score(args.candidate), fitness, meta)
     if args.out:
@@ -67,8 +70,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_score_many(args: argparse.Namespace) -> int:
-    from pytest_scorewright.evaluator import Evaluator, require_candidate
-    from pytest_scorewright.limits import Limits
+    from pytest_scorewright.evaluator import require_candidate
 
     out_dir = Path(args.out_dir)
     paths = [require_candidate(c, "candidate") for c in args.candidates]
@@ -78,15 +80,7 @@ def _cmd_score_many(args: argparse.Namespace) -> int:
     progress = sys.stderr.isatty()
     started = time.monotonic()
     flagged = failed = 0
-    with Evaluator(
-        args.tests,
-        heldout=args.heldout,
-        reference=args.reference,
-        module=args.module,
-        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory_mb),
-        network=args.allow_network,
-        fail_closed=args.fail_closed,
-    ) as evaluator:
+    with _evaluator_from_args(args) as evaluator:
         for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
             with_fitness(result, fitness, meta).write(out_dir / names[index])
             flagged += result.integrity.flagged
@@ -148,6 +142,31 @@ def _fitness_from_args(args: argparse.Namespace) -> tuple[Fitness, dict[str, str
             raise ConfigError(f"--prices {args.prices}: expected an object of model -> prices")
     meta = {k: str(v) for k, v in parse_pairs(args.meta or [], "--meta").items()}
     return Fitness(name, config, prices=prices), meta
+
+
+def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--tests", required=True, metavar="DIR", help="Trusted visible tests")
+    p.add_argument("--heldout", metavar="DIR", help="Trusted held-out tests")
+    p.add_argument("--reference", metavar="PATH", help="Trusted reference solution")
+    p.add_argument("--module", default="solution", help="Module name the tests import")
+    p.add_argument(
+        "--timeout",
+        type=_positive_float,
+        default=45.0,
+        metavar="SECONDS",
+        help="Budget for the whole candidate, visible and held-out runs (default 45)",
+    )
+    p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
+    p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
+    p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
+    p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")
+    p.add_argument(
+        "--repeats",
+        type=_whole_number(0),
+        default=0,
+        metavar="N",
+        help="Run the visible tests N more times, in fresh work dirs, for timing checks",
+    )
 
 
 def _add_fitness_options(p: argparse.ArgumentParser) -> None:
@@ -212,44 +231,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="Score a candidate in a sandbox; writes a ScoreResult (exit 0 whenever written)",
     )
     p.add_argument("candidate", metavar="CANDIDATE", help="A .py file or a directory")
-    p.add_argument("--tests", required=True, metavar="DIR", help="Trusted visible tests")
-    p.add_argument("--heldout", metavar="DIR", help="Trusted held-out tests")
-    p.add_argument("--reference", metavar="PATH", help="Trusted reference solution")
-    p.add_argument("--module", default="solution", help="Module name the tests import")
     p.add_argument("--out", metavar="FILE", help="Write the result here (default: stdout)")
-    p.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=45.0,
-        metavar="SECONDS",
-        help="Budget for the whole candidate, visible and held-out runs (default 45)",
-    )
-    p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
-    p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
-    p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
-    p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")
-    p.add_argument(
-        "--repeats",
-        type=_whole_number(0),
-        default=0,
-        metavar="N",
-        help="Run the visible tests N more times, in fresh work dirs, for timing checks",
-    )
+    _add_evaluator_options(p)
     _add_fitness_options(p)
     p.set_defaults(func=_cmd_score)
 
     p = sub.add_parser("score-many", help="Score many candidates at once, one result file each")
     p.add_argument("candidates", nargs="+", metavar="CANDIDATE")
-    p.add_argument("--tests", required=True, metavar="DIR")
-    p.add_argument("--heldout", metavar="DIR")
-    p.add_argument("--reference", metavar="PATH")
-    p.add_argument("--module", default="solution")
     p.add_argument("--out-dir", required=True, metavar="DIR", help="One <candidate>.json each")
     p.add_argument("-j", "--jobs", type=_whole_number(1), default=2, help="Candidates at once")
-    p.add_argument("--timeout", type=_positive_float, default=45.0, metavar="SECONDS")
-    p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
-    p.add_argument("--allow-network", action="store_true")
-    p.add_argument("--fail-closed", action="store_true")
+    _add_evaluator_options(p)
     _add_fitness_options(p)
     p.set_defaults(func=_cmd_score_many)
 
