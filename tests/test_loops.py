@@ -84,3 +84,21 @@ def test_the_verifiers_reward_scores_a_completions_code(evaluator: Evaluator) ->
 def test_extract_code_takes_the_last_block() -> None:
     assert extract_code("```py\na = 1\n```\ntext\n```python\nb = 2\n```") == "b = 2\n"
     assert extract_code("plain") == "plain"
+
+
+def test_shinka_bad_input_still_writes_both_files_with_the_reason(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "pytest_scorewright.cli", "shinka",
+            "--program_path", str(tmp_path / "missing.py"), "--results_dir", str(tmp_path / "r"),
+            "--tests", str(TASK / "tests"),
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.strip().startswith("scorewright: error: candidate")
+    assert "Traceback" not in done.stderr
+    correct = json.loads((tmp_path / "r" / "correct.json").read_text())
+    assert correct["correct"] is False
+    assert "does not exist" in correct["error"]
+    assert json.loads((tmp_path / "r" / "metrics.json").read_text())["combined_score"] == 0.0

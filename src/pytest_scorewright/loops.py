@@ -22,11 +22,13 @@ import argparse
 import json
 import os
 import re
+import sys
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_scorewright.errors import ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.limits import Limits
@@ -73,7 +75,8 @@ def write_shinka(
 
 
 def shinka_main(argv: Sequence[str] | None = None, **defaults: Any) -> int:
-    """Entry point for a Shinka evaluate.py; ``defaults`` fill the scorewright options."""
+    """Entry point for a Shinka evaluate.py; ``defaults`` fill the scorewright options.
+    Returns the exit status (0 when the files were written from a score)."""
     parser = argparse.ArgumentParser(prog="evaluate.py")
     add_shinka_arguments(parser, defaults)
     args = parser.parse_args(argv)
@@ -95,14 +98,25 @@ def add_shinka_arguments(
 
 
 def run_shinka(args: argparse.Namespace) -> int:
-    evaluator = Evaluator(
-        args.tests,
-        heldout=args.heldout,
-        reference=args.reference,
-        module=args.module,
-        limits=Limits(timeout_s=args.timeout),
-    )
-    write_shinka(args.results_dir, evaluator.score(args.program_path), Fitness(args.fitness))
+    """Score and write Shinka's files; bad input still leaves both files, with the reason."""
+    try:
+        with Evaluator(
+            args.tests,
+            heldout=args.heldout,
+            reference=args.reference,
+            module=args.module,
+            limits=Limits(timeout_s=args.timeout),
+        ) as evaluator:
+            write_shinka(
+                args.results_dir, evaluator.score(args.program_path), Fitness(args.fitness)
+            )
+    except ScorewrightError as exc:
+        out = Path(args.results_dir)
+        write_atomic(out / "correct.json", json.dumps({"correct": False, "error": str(exc)}) + "\n")
+        metrics = {"combined_score": 0.0, "public": {}, "private": {}, "text_feedback": str(exc)}
+        write_atomic(out / "metrics.json", json.dumps(metrics) + "\n")
+        print(f"scorewright: error: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 
