@@ -109,3 +109,34 @@ def test_score_many_cli_writes_one_result_per_candidate_and_a_summary(tmp_path: 
     assert written == sorted([*(f"{Path(c).stem}.json" for c in CANDIDATES), "honest_memo-2.json"])
     assert "\r" not in done.stderr  # no progress line when stderr is not a terminal
     assert done.stderr.startswith(f"scorewright: scored {len(candidates)} candidates in ")
+
+
+def _executor_scores(executor: object) -> dict[int, float | None]:
+    with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
+        return {
+            i: r.signal("pass_rate")
+            for i, r in ev.score_many(CANDIDATES, executor=executor)  # type: ignore[arg-type]
+        }
+
+
+def test_score_many_through_a_process_pool_executor() -> None:
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        scores = _executor_scores(pool)
+    assert sorted(scores) == list(range(len(CANDIDATES)))
+    assert scores[0] == 1.0  # honest_memo
+
+
+def test_score_many_through_a_dask_local_cluster() -> None:
+    distributed = pytest.importorskip("distributed")
+    with (
+        distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        distributed.Client(cluster) as client,
+    ):
+        scores = _executor_scores(client.get_executor())
+    assert sorted(scores) == list(range(len(CANDIDATES)))
+    assert scores[0] == 1.0

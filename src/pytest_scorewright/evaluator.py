@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 import os
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
 from pathlib import Path
 from typing import Any
 
@@ -93,6 +95,22 @@ class Evaluator:
         warm: bool = True,
         preload: Sequence[str] = (),
     ) -> None:
+        # Everything needed to build this Evaluator again in another process (score_many with
+        # an executor): plain, picklable values.
+        self.recipe: dict[str, Any] = {
+            "tests": os.fspath(tests),
+            "heldout": os.fspath(heldout) if heldout else None,
+            "reference": os.fspath(reference) if reference else None,
+            "module": module,
+            "limits": dataclasses.asdict(limits or Limits()),
+            "network": network,
+            "fail_closed": fail_closed,
+            "env": dict(env or {}),
+            "plugins": list(plugins),
+            "repeats": repeats,
+            "support_files": [os.fspath(p) for p in support_files or ()],
+            "preload": list(preload),
+        }
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
         self.module = module
@@ -171,15 +189,30 @@ class Evaluator:
         return self._result(path, runs, copied, repeats)
 
     def score_many(
-        self, candidates: Sequence[str | os.PathLike[str]], workers: int = 2
+        self,
+        candidates: Sequence[str | os.PathLike[str]],
+        workers: int = 2,
+        executor: Executor | None = None,
     ) -> Iterator[tuple[int, ScoreResult]]:
         """Score candidates ``workers`` at a time; yields ``(index, result)`` as each finishes.
 
-        A candidate that cannot be scored at all (a missing path) is raised before any work.
+        With ``executor`` (any ``concurrent.futures.Executor``: a process pool, Dask's
+        ``Client.get_executor()``), candidates go to its workers instead; each worker process
+        builds this Evaluator once, with a warm parent of its own. Paths must be valid on the
+        workers. A candidate that cannot be scored at all (a missing path) is raised before
+        any work.
         """
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
+        if executor is not None:
+            remote = {
+                executor.submit(score_on_worker, self.recipe, os.fspath(path)): i
+                for i, path in enumerate(paths)
+            }
+            for answered in as_completed(remote):
+                yield remote[answered], ScoreResult.from_json(answered.result())
+            return
         if self._warm is None or workers == 1:
             for index, path in enumerate(paths):
                 yield index, self.score(path)
@@ -420,6 +453,23 @@ class Evaluator:
                 "network": network,
             },
         }
+
+
+_worker_evaluators: dict[str, Evaluator] = {}
+_worker_lock = threading.Lock()
+
+
+def score_on_worker(recipe: dict[str, Any], candidate: str) -> str:
+    """Run on an executor's worker: score with this process's Evaluator for ``recipe``
+    (built on first use, then kept warm), and return the result as JSON."""
+    key = json.dumps(recipe, sort_keys=True)
+    with _worker_lock:
+        evaluator = _worker_evaluators.get(key)
+        if evaluator is None:
+            arguments = dict(recipe)
+            arguments["limits"] = Limits(**arguments["limits"])
+            evaluator = _worker_evaluators[key] = Evaluator(**arguments)
+    return evaluator.score(candidate).to_json()
 
 
 def require_candidate(path: str | os.PathLike[str], what: str) -> Path:

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import functools
 import os
+import subprocess
+import sys
+import threading
 from dataclasses import dataclass
 
 from pytest_scorewright import landlock
@@ -29,6 +32,15 @@ def probe() -> Features:
 
 def _probe_namespaces() -> str | None:
     # unshare in a throwaway child: the answer depends on privileges, seccomp and AppArmor.
+    if threading.active_count() > 1:
+        # Never fork a multi-threaded process (a Dask worker, say): ask a fresh interpreter.
+        done = subprocess.run(
+            [sys.executable, "-m", "pytest_scorewright.features"],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        return done.stdout.strip() or None
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
@@ -40,3 +52,7 @@ def _probe_namespaces() -> str | None:
         answer = fh.read().decode(errors="replace")
     os.waitpid(pid, 0)
     return answer or None
+
+
+if __name__ == "__main__":
+    print(try_unshare(isolate_network=True) or "")
