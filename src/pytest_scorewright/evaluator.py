@@ -8,6 +8,7 @@ held-out tests in separate sandboxed children, and decides every outcome itself.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -15,10 +16,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from pytest_scorewright import features
 from pytest_scorewright.anchors import Anchor
@@ -206,21 +207,17 @@ class Evaluator:
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
         if executor is not None:
-            remote = {
-                executor.submit(score_on_worker, self.recipe, os.fspath(path)): i
-                for i, path in enumerate(paths)
-            }
-            for answered in as_completed(remote):
-                yield remote[answered], ScoreResult.from_json(answered.result())
+            # A partial of a module-level function: it must pickle, to reach other processes.
+            remote = _bounded(executor, functools.partial(score_on_worker, self.recipe), paths, 256)
+            for index, text in remote:
+                yield index, ScoreResult.from_json(text)
             return
         if self._warm is None or workers == 1:
             for index, path in enumerate(paths):
                 yield index, self.score(path)
             return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
-            futures = {pool.submit(self.score, path): i for i, path in enumerate(paths)}
-            for future in as_completed(futures):
-                yield futures[future], future.result()
+            yield from _bounded(pool, self.score, paths, 2 * workers)
 
     def close(self) -> None:
         """Stop the warm parent (also happens when this process exits)."""
@@ -455,11 +452,34 @@ class Evaluator:
         }
 
 
+T = TypeVar("T")
+
+
+def _bounded(
+    executor: Executor, work: Callable[[Path], T], paths: Sequence[Path], window: int
+) -> Iterator[tuple[int, T]]:
+    """Run ``work`` over ``paths`` with at most ``window`` in flight, yielding as each ends;
+    finished futures are dropped at once, so a long run holds no old results."""
+    queue = iter(enumerate(paths))
+    pending: dict[Future[T], int] = {}
+
+    def fill() -> None:
+        for index, path in itertools.islice(queue, window - len(pending)):
+            pending[executor.submit(work, path)] = index
+
+    fill()
+    while pending:
+        finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+        for future in finished:
+            yield pending.pop(future), future.result()
+        fill()
+
+
 _worker_evaluators: dict[str, Evaluator] = {}
 _worker_lock = threading.Lock()
 
 
-def score_on_worker(recipe: dict[str, Any], candidate: str) -> str:
+def score_on_worker(recipe: dict[str, Any], candidate: str | os.PathLike[str]) -> str:
     """Run on an executor's worker: score with this process's Evaluator for ``recipe``
     (built on first use, then kept warm), and return the result as JSON."""
     key = json.dumps(recipe, sort_keys=True)
