@@ -130,6 +130,9 @@ class Evaluator:
         # forks from this process instead (which must then be single-threaded).
         self._warm = WarmParent(preload) if warm else None
         self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
+        # Derived once: the interpreter's directories, and what must be unmasked for them.
+        self._python_dirs = _python_paths()
+        self._masks = tuple(masks_for(self._python_dirs))
         self.expected_visible = self._collect(self.tests, all_heldout=False)
         self.expected_heldout = (
             self._collect(self.heldout, all_heldout=True) if self.heldout else []
@@ -375,7 +378,7 @@ class Evaluator:
             pytest_args=tuple(args),
             extra_path=(str(ws.candidate),),
             isolate_network=not self.network,
-            masks=tuple(masks_for(_python_paths())) if uid is not None else (),
+            masks=self._masks if uid is not None else (),
             stage_dir=str(ws.root / ".stage"),
             use_namespaces=use_namespaces,
             watch=Watch(str(ws.candidate), str(ws.tests), (str(ws.home),)),
@@ -383,7 +386,7 @@ class Evaluator:
 
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:
         trusted = [p for p in (self.tests, self.heldout, self.reference) if p is not None]
-        python = [p for p in _python_paths() if not any(_overlaps(Path(p), t) for t in trusted)]
+        python = [p for p in self._python_dirs if not any(_overlaps(Path(p), t) for t in trusted)]
         return (*SYSTEM_READ, *DEVICES_READ, *python, str(ws.root))
 
     # -- the result --------------------------------------------------------------------------

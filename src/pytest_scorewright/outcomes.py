@@ -13,7 +13,7 @@ failing teardown after a passing call is an ``error``; a test with a failing sub
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -129,10 +129,6 @@ class OutcomeTracker:
     def expect_all(self, items: Iterable[tuple[str, bool]]) -> None:
         for nodeid, heldout in items:
             self.expect(nodeid, heldout=heldout)
-
-    @property
-    def nodeids(self) -> list[str]:
-        return list(self._states)
 
     def add(self, rep: PhaseReport) -> None:
         state = self._states.get(rep.nodeid)
@@ -251,10 +247,3 @@ class OutcomeTracker:
 
 def _decide(state: _State, outcome: Outcome, phase: Phase, message: str) -> None:
     state.outcome, state.phase, state.message = outcome, phase, message
-
-
-def count_outcomes(records: Iterable[TestRecord]) -> Mapping[str, int]:
-    counts: dict[str, int] = {}
-    for r in records:
-        counts[r.outcome] = counts.get(r.outcome, 0) + 1
-    return counts

@@ -21,7 +21,7 @@ import os
 import selectors
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
@@ -256,20 +256,28 @@ def kill_every_process_of(uid: int) -> None:
 def processes_of(uid: int) -> list[int]:
     """Processes whose real uid is ``uid`` (from /proc/<pid>/status, which is right even for
     non-dumpable processes, whose /proc directory belongs to root)."""
+    wanted = str(uid).encode()
+
+    def real_uid(status: bytes) -> bytes:
+        line = next((ln for ln in status.splitlines() if ln.startswith(b"Uid:")), b"Uid: -")
+        return line.split()[1]
+
+    return _scan_proc("status", real_uid, wanted)
+
+
+def _scan_proc(name: str, field: Callable[[bytes], bytes], wanted: bytes) -> list[int]:
+    """Pids whose /proc/<pid>/<name> yields ``wanted`` through ``field``."""
     found = []
-    wanted = str(uid)
     for entry in os.listdir("/proc"):
         if not entry.isdigit():
             continue
         try:
-            with open(f"/proc/{entry}/status", "rb") as fh:
-                for line in fh:
-                    if line.startswith(b"Uid:"):
-                        if line.split()[1].decode() == wanted:
-                            found.append(int(entry))
-                        break
-        except OSError:
+            with open(f"/proc/{entry}/{name}", "rb") as fh:
+                value = field(fh.read())
+        except (OSError, IndexError):
             continue
+        if value == wanted:
+            found.append(int(entry))
     return found
 
 
@@ -373,15 +381,5 @@ def _kill_orphans() -> None:
 
 
 def _children_of(ppid: str) -> Sequence[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/stat", "rb") as fh:
-                fields = fh.read().rsplit(b")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1].decode() == ppid:
-            found.append(int(entry))
-    return found
+    # /proc/<pid>/stat: the parent pid is the second field after the ")" ending the name.
+    return _scan_proc("stat", lambda stat: stat.rsplit(b")", 1)[1].split()[1], ppid.encode())
