@@ -43,6 +43,11 @@ from pytest_scorewright.workspace import CopyReport, Workspace, require_dir
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc")
 DEVICES_READ = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 
+#: pytest's built-in plugins a sandboxed run never uses: each one left out is a module pytest
+#: need not register and scan for fixtures in every run. (The cache would also be a file the
+#: candidate could write for the next run.)
+UNUSED_PLUGINS = ("cacheprovider", "junitxml", "pastebin", "setuponly", "setupplan", "stepwise")
+
 _UID_BASE = 1_000_000
 _uid_counter = itertools.count()
 
@@ -351,9 +356,10 @@ class Evaluator:
         args = [
             *targets,
             *("-c", str(ini), "--rootdir", str(ws.root), "--confcutdir", str(ws.tests)),
-            *("-p", "no:cacheprovider", "-p", "pytest_scorewright.plugin"),
-            *itertools.chain.from_iterable(("-p", p) for p in self.plugins),
-            *("-q", "--color=no", "--tb=short"),
+            *itertools.chain.from_iterable(("-p", f"no:{p}") for p in UNUSED_PLUGINS),
+            # --tb=line: the records keep only the crash message, which every style has;
+            # rendering source for each failure cost ~8 ms per failing test.
+            *("-q", "--color=no", "--tb=line"),
             *extra_args,
         ]
         env = {**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **self.env}
@@ -382,6 +388,7 @@ class Evaluator:
             stage_dir=str(ws.root / ".stage"),
             use_namespaces=use_namespaces,
             watch=Watch(str(ws.candidate), str(ws.tests), (str(ws.home),)),
+            plugins=("pytest_scorewright.plugin", *self.plugins),
         )
 
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:

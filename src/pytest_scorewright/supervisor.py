@@ -45,6 +45,7 @@ class SandboxSpec:
     stage_dir: str = ""
     use_namespaces: bool = True
     watch: Watch | None = None
+    plugins: tuple[str, ...] = ()
 
 
 @dataclass
@@ -344,7 +345,7 @@ def _worker_process(spec: SandboxSpec, msg_w: int) -> NoReturn:
         with contextlib.suppress(BaseException):
             send(msg_w, {"type": "sandbox_error", "reason": f"confinement: {exc}"})
         os._exit(_EXIT_SANDBOX_ERROR)
-    run_pytest(msg_w, spec.pytest_args, spec.extra_path, spec.watch)
+    run_pytest(msg_w, spec.pytest_args, spec.extra_path, spec.watch, spec.plugins)
 
 
 def _reap_until(worker: int) -> int:

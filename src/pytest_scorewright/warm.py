@@ -86,6 +86,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         watch=Watch(watch["candidate_dir"], watch["tests_dir"], tuple(watch["writable"]))
         if watch
         else None,
+        plugins=tuple(data["plugins"]),
     )
 
 
