@@ -138,6 +138,10 @@ class Evaluator:
         # Derived once: the interpreter's directories, and what must be unmasked for them.
         self._python_dirs = _python_paths()
         self._masks = tuple(masks_for(self._python_dirs))
+        trusted = [p for p in (self.tests, self.heldout, self.reference) if p is not None]
+        self._python_readable = tuple(
+            p for p in self._python_dirs if not any(_overlaps(Path(p), t) for t in trusted)
+        )
         self.expected_visible = self._collect(self.tests, all_heldout=False)
         self.expected_heldout = (
             self._collect(self.heldout, all_heldout=True) if self.heldout else []
@@ -170,31 +174,16 @@ class Evaluator:
             if unknown:
                 raise ConfigError(f"no visible test {sorted(unknown)[0]!r}; use ids the suite has")
             expected_visible = [e for e in expected_visible if e[0] in wanted]
-        started = time.monotonic()
-        budget = self.limits.timeout_s
-        if self.heldout is None or not heldout:
-            visible_share = budget
-        else:
-            # The whole call keeps to limits.timeout_s, grace included: the visible run gets a
-            # share in proportion to its tests, the held-out run whatever is left.
-            grace = 2 * self.limits.grace_s
-            n_visible, n_heldout = len(expected_visible), len(self.expected_heldout)
-            visible_share = max(budget - grace, 0.1) * n_visible / (n_visible + n_heldout)
         select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
-        visible, copied = self._judged_run(
-            path, self.tests, expected_visible, visible_share, select=select
-        )
-        runs = [("visible", visible)]
+        suites = [_Suite("visible", self.tests, expected_visible, select)]
         if self.heldout is not None and heldout:
-            left = budget - (time.monotonic() - started) - self.limits.grace_s
-            held, _ = self._judged_run(path, self.heldout, self.expected_heldout, max(left, 0.1))
-            runs.append(("held-out", held))
-        repeats = [visible[0].timing.tests_s]
+            suites.append(_Suite("held-out", self.heldout, self.expected_heldout, None))
+        judged, copied, visible_s = self._run_suites(path, suites)
+        runs = [(suite.name, run) for suite, run in zip(suites, judged, strict=True)]
+        repeats = [judged[0][0].timing.tests_s]
         for _ in range(self.repeats):
-            again, _ = self._judged_run(
-                path, self.tests, expected_visible, visible_share, select=select
-            )
-            repeats.append(again[0].timing.tests_s)
+            ((again, _),), _, _ = self._run_suites(path, suites[:1], visible_s)
+            repeats.append(again.timing.tests_s)
         return self._result(path, runs, copied, repeats)
 
     def score_many(
@@ -241,20 +230,54 @@ class Evaluator:
 
     # -- runs --------------------------------------------------------------------------------
 
+    def _run_suites(
+        self, candidate: Path, suites: Sequence[_Suite], share: float | None = None
+    ) -> tuple[list[tuple[RunVerdict, ChildOutcome]], CopyReport, float]:
+        """Run and judge the candidate on each suite, within limits.timeout_s in all (or
+        ``share`` each); returns the judged runs, the first copy report and the visible
+        run's time limit."""
+        budget, grace = self.limits.timeout_s, self.limits.grace_s
+        if share is not None or len(suites) == 1:
+            shares = [share or budget] * len(suites)
+        elif self._warm is not None:
+            # Independent runs, so at once: each within the whole budget less the grace
+            # period, and the call still keeps to limits.timeout_s.
+            shares = [max(budget - grace, 0.1)] * len(suites)
+        else:
+            # One after the other, forked from this process: the visible run gets a share in
+            # proportion to its tests, the held-out run whatever is left.
+            started = time.monotonic()
+            sizes = [len(suite.expected) for suite in suites]
+            first = max(budget - 2 * grace, 0.1) * sizes[0] / sum(sizes)
+            runs = [self._judged_run(candidate, suites[0], first)]
+            left = budget - (time.monotonic() - started) - grace
+            runs += [self._judged_run(candidate, suites[1], max(left, 0.1))]
+            return [r for r, _ in runs], runs[0][1], first
+        launched: list[_Launched] = []
+        try:
+            for suite, limit in zip(suites, shares, strict=True):
+                launched.append(self._launch(candidate, suite.tests, (), limit, suite.select))
+        finally:
+            observed = _wait_all(launched)  # every run ends and its work dir goes, whatever
+        judged = [
+            (self._judge(suite, outcome, limit), outcome)
+            for suite, outcome, limit in zip(suites, observed, shares, strict=True)
+        ]
+        return judged, launched[0].workspace.report, shares[0]
+
     def _judged_run(
-        self,
-        candidate: Path,
-        tests: Path,
-        expected: Sequence[tuple[str, bool]],
-        timeout_s: float,
-        select: Sequence[str] | None = None,
+        self, candidate: Path, suite: _Suite, timeout_s: float
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
-        observed, copied = self._run(candidate, tests, (), timeout_s, select)
-        suite = "held-out" if tests == self.heldout else "visible"
-        verdict = judge(
-            expected, observed, timeout_s=timeout_s, reference_anchors=self.anchors.get(suite)
+        observed, copied = self._run(candidate, suite.tests, (), timeout_s, suite.select)
+        return (self._judge(suite, observed, timeout_s), observed), copied
+
+    def _judge(self, suite: _Suite, observed: ChildOutcome, timeout_s: float) -> RunVerdict:
+        return judge(
+            suite.expected,
+            observed,
+            timeout_s=timeout_s,
+            reference_anchors=self.anchors.get(suite.name),
         )
-        return (verdict, observed), copied
 
     def _measure_reference(self) -> Baseline:
         """Run the reference on both suites: it must pass them; its timing is the baseline and
@@ -262,12 +285,13 @@ class Evaluator:
         reference = self.reference
         if reference is None:  # pragma: no cover - only called with a reference
             return Baseline(collected_s=None)
-        suites = [("visible", self.tests, self.expected_visible)]
+        suites = [_Suite("visible", self.tests, self.expected_visible, None)]
         if self.heldout is not None:
-            suites.append(("held-out", self.heldout, self.expected_heldout))
+            suites.append(_Suite("held-out", self.heldout, self.expected_heldout, None))
         baseline = Baseline(collected_s=None)
-        for name, tests, expected in suites:
-            (verdict, _), _ = self._judged_run(reference, tests, expected, self.limits.timeout_s)
+        for suite in suites:
+            name = suite.name
+            (verdict, _), _ = self._judged_run(reference, suite, self.limits.timeout_s)
             failing = [r.nodeid for r in verdict.records if not r.passed]
             odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
             if verdict.error or failing or odd:
@@ -321,6 +345,19 @@ class Evaluator:
         timeout_s: float,
         select: Sequence[str] | None = None,
     ) -> tuple[ChildOutcome, CopyReport]:
+        run = self._launch(candidate, tests, extra_args, timeout_s, select)
+        return run.wait(), run.workspace.report
+
+    def _launch(
+        self,
+        candidate: Path,
+        tests: Path,
+        extra_args: Iterable[str],
+        timeout_s: float,
+        select: Sequence[str] | None = None,
+    ) -> _Launched:
+        """Start a sandboxed run (through the warm parent; without one, run it to the end
+        here); ``wait()`` on the result gives its outcome and removes its work dir."""
         workspace = Workspace.create(
             candidate, self.module, tests, base=self.workdir, support=self.support
         )
@@ -329,10 +366,14 @@ class Evaluator:
             if uid is not None:
                 _hand_over(workspace, uid)
             spec = self._spec(workspace, uid, tuple(extra_args), timeout_s, select)
-            observed = self._warm.run(spec) if self._warm is not None else run_sandboxed(spec)
-            return observed, workspace.report
-        finally:
+            if self._warm is not None:
+                return _Launched(workspace, self._warm.submit(spec))
+            done: Future[ChildOutcome] = Future()
+            done.set_result(run_sandboxed(spec))
+            return _Launched(workspace, done)
+        except BaseException:
             workspace.remove()
+            raise
 
     def _sandbox_uid(self) -> int | None:
         # Root ignores RLIMIT_NPROC and may signal anything: run as a uid of our own, new for
@@ -392,9 +433,7 @@ class Evaluator:
         )
 
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:
-        trusted = [p for p in (self.tests, self.heldout, self.reference) if p is not None]
-        python = [p for p in self._python_dirs if not any(_overlaps(Path(p), t) for t in trusted)]
-        return (*SYSTEM_READ, *DEVICES_READ, *python, str(ws.root))
+        return (*SYSTEM_READ, *DEVICES_READ, *self._python_readable, str(ws.root))
 
     # -- the result --------------------------------------------------------------------------
 
@@ -460,6 +499,40 @@ class Evaluator:
                 "network": network,
             },
         }
+
+
+@dataclasses.dataclass(frozen=True)
+class _Suite:
+    """One suite to run a candidate on: its name, directory, expected ids and selection."""
+
+    name: str
+    tests: Path
+    expected: Sequence[tuple[str, bool]]
+    select: Sequence[str] | None
+
+
+@dataclasses.dataclass(frozen=True)
+class _Launched:
+    workspace: Workspace
+    future: Future[ChildOutcome]
+
+    def wait(self) -> ChildOutcome:
+        try:
+            return self.future.result()
+        finally:
+            self.workspace.remove()
+
+
+def _wait_all(launched: Sequence[_Launched]) -> list[ChildOutcome]:
+    outcomes, errors = [], []
+    for run in launched:
+        try:
+            outcomes.append(run.wait())
+        except Exception as exc:  # the warm parent died: raised once every run is settled
+            errors.append(exc)
+    if errors:
+        raise errors[0]
+    return outcomes
 
 
 T = TypeVar("T")

@@ -19,7 +19,8 @@ class Limits:
     """
 
     #: Wall-clock budget for scoring one candidate (visible and held-out runs together, grace
-    #: included), enforced by the parent, which kills the child's whole tree at its deadline.
+    #: included; the two run at once when there is a warm parent), enforced by the parent,
+    #: which kills the child's whole tree at its deadline.
     #: 45 s keeps a whole `scorewright score` call (collection and reference run included)
     #: under a minute.
     timeout_s: float = 45.0

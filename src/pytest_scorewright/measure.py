@@ -7,6 +7,7 @@ thing whichever produced it.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import platform
 import sys
 from collections.abc import Iterable, Mapping, Sequence
@@ -154,6 +155,7 @@ def build_result(
     )
 
 
+@functools.cache  # installed versions do not change under a running process; ~1 ms each
 def _version_of(dist: str) -> str:
     try:
         return metadata.version(dist)

@@ -145,6 +145,7 @@ class _Watch:
         if key.data == "exit":
             self.sel.unregister(fd)
             self._try_reap(os.WNOHANG)
+            self._drain_control()
             # S is gone: nothing legitimate remains; whatever is left escaped.
             self._sweep()
             return
@@ -165,6 +166,19 @@ class _Watch:
         else:
             for message in self.control.feed(data):
                 self.ctl.update(message)
+
+    def _drain_control(self) -> None:
+        """Read what S said before it exited (its end of the pipe is closed now, unless a
+        process it left behind holds it: then read only what is there)."""
+        for key in list(self.sel.get_map().values()):
+            if key.data != "ctl":
+                continue
+            fd = int(key.fd)
+            os.set_blocking(fd, False)
+            with contextlib.suppress(BlockingIOError):
+                while data := os.read(fd, 4096):
+                    for message in self.control.feed(data):
+                        self.ctl.update(message)
 
     def _on_messages(self, data: bytes) -> None:
         arrived = time.monotonic() - self.start
@@ -209,9 +223,14 @@ class _Watch:
                     os.killpg(self.pid, signal.SIGKILL)
         self._sweep()
 
+    def _left_nothing(self) -> bool:
+        # S said PID 1 was reaped: the kernel guarantees the namespace is empty, and the
+        # uid is used nowhere else. This saves a helper fork and a /proc scan (~4 ms) a run.
+        return bool(self.ctl.get("namespace_empty")) and self.reaped
+
     def _sweep(self) -> None:
         uid = self.spec.worker.uid
-        if uid is not None:
+        if uid is not None and not self._left_nothing():
             kill_every_process_of(uid)
 
     def _finish(self) -> None:
@@ -220,7 +239,7 @@ class _Watch:
                 os.kill(self.pid, signal.SIGKILL)
             self._try_reap(0)
         uid = self.spec.worker.uid
-        if uid is not None:
+        if uid is not None and not self._left_nothing():
             # kill -1 can miss a process that is being forked at that instant: check, repeat.
             for _ in range(50):
                 kill_every_process_of(uid)
@@ -302,9 +321,11 @@ def _supervisor_child(spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int) -> 
                 os.close(ctl_w)
                 _init_process(spec, msg_w)
             send(ctl_w, {"type": "ctl", "mode": "namespaces", "init_pid": init})
-            os.close(ctl_w)
             os.close(msg_w)
             _, status = os.waitpid(init, 0)
+            # PID 1 is reaped only after the kernel has killed and reaped every other
+            # process of its namespace (zap_pid_ns_processes): nothing of the run is left.
+            send(ctl_w, {"type": "ctl", "namespace_empty": True})
             os._exit(_passed_up(status))
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         worker = os.fork()

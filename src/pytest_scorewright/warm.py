@@ -221,6 +221,10 @@ class WarmParent:
         self._reader.start()
 
     def run(self, spec: SandboxSpec) -> ChildOutcome:
+        return self.submit(spec).result()
+
+    def submit(self, spec: SandboxSpec) -> Future[ChildOutcome]:
+        """Start a run; its outcome arrives in the returned future."""
         future: Future[ChildOutcome] = Future()
         with self._lock:
             if self._proc.poll() is not None:
@@ -230,7 +234,7 @@ class WarmParent:
             frame = encode_frame({"type": "run", "id": self._next, "spec": spec_to_wire(spec)})
             self._stdin.write(frame)
             self._stdin.flush()
-        return future.result()
+        return future
 
     def _read_answers(self, fd: int) -> None:
         reader = FrameReader(max_frame=_UNLIMITED, max_total=_UNLIMITED)
