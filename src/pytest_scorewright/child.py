@@ -23,6 +23,7 @@ from pytest_scorewright.anchors import ANCHOR_SINK
 from pytest_scorewright.channel import send
 from pytest_scorewright.monitor import Monitor, arm, skipped_by_candidate
 from pytest_scorewright.outcomes import reduce_report
+from pytest_scorewright.prepared import adopt
 from pytest_scorewright.result import bound_message
 
 #: Exit codes of the child process itself (not pytest's), read by the parent.
@@ -146,12 +147,15 @@ def run_pytest(
     extra_path: Sequence[str],
     watch: Watch | None = None,
     plugins: Sequence[str] = (),
+    prepared: pytest.Config | None = None,
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
     ``plugins`` are module names, imported here (the warm parent has most of them already)
     and handed to pytest as objects: ``-p name`` would make pytest scan every installed
-    distribution's entry points for that name, ~5 ms a plugin.
+    distribution's entry points for that name, ~5 ms a plugin. ``prepared`` is a
+    configuration the warm parent parsed for ``args`` and ``plugins`` (prepared.py): the run
+    continues from it instead of parsing again.
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -161,10 +165,16 @@ def run_pytest(
         # standard library, pytest, or anything else already importable.
         loaded = [importlib.import_module(name) for name in plugins]
         sys.path.extend(extra_path)
+        adopt(prepared)
         monitor = None
         if watch is not None:
             monitor = arm(fd, watch.candidate_dir, watch.tests_dir, watch.writable)
-        pytest.main(list(args), plugins=[ChildReporter(fd, monitor), *loaded])
+        reporter = ChildReporter(fd, monitor)
+        if prepared is None:
+            pytest.main(list(args), plugins=[reporter, *loaded])
+        else:
+            prepared.pluginmanager.register(reporter)
+            prepared.hook.pytest_cmdline_main(config=prepared)
         _flush_std_streams()
         code = EXIT_OK
     except BaseException as exc:  # anything here must reach the parent as data

@@ -12,10 +12,12 @@ import functools
 import itertools
 import json
 import os
+import shutil
 import sys
 import tempfile
 import threading
 import time
+import weakref
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExecutor, wait
 from pathlib import Path
@@ -31,6 +33,7 @@ from pytest_scorewright.landlock import Policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.measure import build_result
 from pytest_scorewright.namespaces import masks_for
+from pytest_scorewright.prepared import needs_early_conftest
 from pytest_scorewright.result import ScoreResult, Signal
 from pytest_scorewright.static_scan import scan_path
 from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
@@ -47,6 +50,9 @@ DEVICES_READ = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 #: need not register and scan for fixtures in every run. (The cache would also be a file the
 #: candidate could write for the next run.)
 UNUSED_PLUGINS = ("cacheprovider", "junitxml", "pastebin", "setuponly", "setupplan", "stepwise")
+
+_INI = "scorewright.ini"
+_INI_TEXT = "[pytest]\n"  # ours, so that no ini file of the suite or candidate is read
 
 _UID_BASE = 1_000_000
 _uid_counter = itertools.count()
@@ -142,6 +148,8 @@ class Evaluator:
         self._python_readable = tuple(
             p for p in self._python_dirs if not any(_overlaps(Path(p), t) for t in trusted)
         )
+        self._unprepared_why = "the warm parent could not parse it"
+        self._fixed_root = self._fixed_root_if_possible()
         self.expected_visible = self._collect(self.tests, all_heldout=False)
         self.expected_heldout = (
             self._collect(self.heldout, all_heldout=True) if self.heldout else []
@@ -221,6 +229,9 @@ class Evaluator:
         if self._warm is not None:
             self._warm.close()
             self._warm = None
+        if self._fixed_root is not None:
+            self._remove_fixed_root()
+            self._fixed_root = None  # runs from here on fork from this process, unprepared
 
     def __enter__(self) -> Evaluator:
         return self
@@ -375,6 +386,27 @@ class Evaluator:
             workspace.remove()
             raise
 
+    def _fixed_root_if_possible(self) -> Path | None:
+        """The fixed path every run's work dir is mounted at, so that the warm parent can
+        parse pytest's configuration once (prepared.py); None where that would not give the
+        run pytest.main gives."""
+        if self._warm is None or not self.use_namespaces:
+            self._unprepared_why = "no warm parent" if self._warm is None else "no namespaces"
+            return None
+        if any(name.startswith("PYTEST") for name in self.env):
+            self._unprepared_why = "env sets PYTEST_* variables, read by pytest in the run"
+            return None
+        suites = [t for t in (self.tests, self.heldout) if t is not None]
+        early = [why for why in map(needs_early_conftest, suites) if why]
+        if early:
+            self._unprepared_why = f"{early[0]}, which pytest needs before configuring"
+            return None
+        root = Path(tempfile.mkdtemp(prefix="scorewright-fixed-", dir=self.workdir))
+        os.chmod(root, 0o755)  # noqa: S103 - a mount point; the run's own dir covers it
+        (root / _INI).write_text(_INI_TEXT, encoding="utf-8")  # read by the warm parent
+        self._remove_fixed_root = weakref.finalize(self, shutil.rmtree, root, True)
+        return root
+
     def _sandbox_uid(self) -> int | None:
         # Root ignores RLIMIT_NPROC and may signal anything: run as a uid of our own, new for
         # each run so that concurrent runs share neither a process budget nor signals. That
@@ -391,12 +423,19 @@ class Evaluator:
         timeout_s: float,
         select: Sequence[str] | None = None,
     ) -> SandboxSpec:
-        ini = ws.root / "scorewright.ini"
-        ini.write_text("[pytest]\n", encoding="utf-8")
+        (ws.root / _INI).write_text(_INI_TEXT, encoding="utf-8")
+        real_root = ws.root
+        if self._fixed_root is not None:
+            ws = ws.seen_at(self._fixed_root)  # every path below is the child's view
         targets = [str(ws.root / nodeid) for nodeid in select] if select else [str(ws.tests)]
         args = [
             *targets,
-            *("-c", str(ini), "--rootdir", str(ws.root), "--confcutdir", str(ws.tests)),
+            # --confcutdir the work dir's root (which has no conftest.py): it must exist when
+            # the warm parent parses, where the tests directory does not.
+            *("-c", str(ws.root / _INI), "--rootdir", str(ws.root), "--confcutdir", str(ws.root)),
+            # No output capture: the child's output is already a bounded pipe, and fd capture
+            # would dup2 over the warm parent's own descriptors while it parses (prepared.py).
+            "--capture=no",
             *itertools.chain.from_iterable(("-p", f"no:{p}") for p in UNUSED_PLUGINS),
             # --tb=line: the records keep only the crash message, which every style has;
             # rendering source for each failure cost ~8 ms per failing test.
@@ -426,10 +465,12 @@ class Evaluator:
             extra_path=(str(ws.candidate),),
             isolate_network=not self.network,
             masks=self._masks if uid is not None else (),
-            stage_dir=str(ws.root / ".stage"),
+            stage_dir=str(real_root / ".stage"),
             use_namespaces=use_namespaces,
             watch=Watch(str(ws.candidate), str(ws.tests), (str(ws.home),)),
             plugins=("pytest_scorewright.plugin", *self.plugins),
+            bind_root=str(real_root) if self._fixed_root is not None else "",
+            fixed_root=str(self._fixed_root or ""),
         )
 
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:
@@ -497,6 +538,9 @@ class Evaluator:
                 "nproc_enforced": applied.get("nproc") is not None,
                 "landlock_abi": applied.get("landlock_abi", 0),
                 "network": network,
+                "pytest_config": "parsed once, in the warm parent"
+                if observed.isolation.get("pytest_config") == "prepared"
+                else f"parsed in each run: {self._unprepared_why}",
             },
         }
 

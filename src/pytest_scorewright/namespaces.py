@@ -68,11 +68,19 @@ def masks_for(paths: Iterable[str]) -> list[Mask]:
     return [Mask(d, tuple(sorted(k))) for d, k in sorted(keep.items())]
 
 
-def setup_as_init(masks: Sequence[Mask], stage_dir: str, *, loopback: bool) -> None:
+def setup_as_init(
+    masks: Sequence[Mask],
+    stage_dir: str,
+    *,
+    loopback: bool,
+    bind: tuple[str, str] | None = None,
+) -> None:
     """Run as PID 1 of the new namespaces, still privileged: private mounts, own /proc,
-    masks, loopback up."""
+    the work dir at its fixed path (``bind``: source, target), masks, loopback up."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC, None)
+    if bind is not None:  # before the masks, which might hide the source
+        linux.mount(bind[0], bind[1], None, linux.MS_BIND | linux.MS_REC, None)
     for i, mask in enumerate(masks):
         _apply_mask(mask, os.path.join(stage_dir, str(i)))
     # A private, empty /dev/shm per run: multiprocessing needs it for its semaphores, and

@@ -46,6 +46,10 @@ class SandboxSpec:
     use_namespaces: bool = True
     watch: Watch | None = None
     plugins: tuple[str, ...] = ()
+    #: With namespaces: PID 1 bind-mounts ``bind_root`` (the run's work dir) on
+    #: ``fixed_root``, the path every other path of the spec names (prepared.py).
+    bind_root: str = ""
+    fixed_root: str = ""
 
 
 @dataclass
@@ -65,18 +69,21 @@ class ChildOutcome:
     isolation: dict[str, Any] = field(default_factory=dict)
 
 
-def run_sandboxed(spec: SandboxSpec) -> ChildOutcome:
-    """Run pytest in a sandboxed child and observe it until it ends or the deadline."""
+def run_sandboxed(spec: SandboxSpec, prepared: Any = None) -> ChildOutcome:
+    """Run pytest in a sandboxed child and observe it until it ends or the deadline;
+    ``prepared`` is a pytest configuration parsed for the spec's command line (prepared.py)."""
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     ctl_r, ctl_w = _pipe()
     start = time.monotonic()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
-        _supervisor_child(spec, msg_w, out_w, ctl_w)
+        _supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
     for fd in (msg_w, out_w, ctl_w):
         os.close(fd)
-    return _Watch(spec, pid, start, msg_r, out_r, ctl_r).run()
+    outcome = _Watch(spec, pid, start, msg_r, out_r, ctl_r).run()
+    outcome.isolation["pytest_config"] = "prepared" if prepared is not None else "parsed"
+    return outcome
 
 
 def _pipe() -> tuple[int, int]:
@@ -304,7 +311,9 @@ def _scan_proc(name: str, field: Callable[[bytes], bytes], wanted: bytes) -> lis
 # -- the child side ------------------------------------------------------------------------
 
 
-def _supervisor_child(spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int) -> NoReturn:
+def _supervisor_child(
+    spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Any
+) -> NoReturn:
     try:
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
@@ -319,7 +328,7 @@ def _supervisor_child(spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int) -> 
             init = os.fork()
             if init == 0:
                 os.close(ctl_w)
-                _init_process(spec, msg_w)
+                _init_process(spec, msg_w, prepared)
             send(ctl_w, {"type": "ctl", "mode": "namespaces", "init_pid": init})
             os.close(msg_w)
             _, status = os.waitpid(init, 0)
@@ -331,7 +340,7 @@ def _supervisor_child(spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int) -> 
         worker = os.fork()
         if worker == 0:
             os.close(ctl_w)
-            _worker_process(spec, msg_w)
+            _worker_process(spec, msg_w, None)  # no mount namespace: no fixed path
         send(ctl_w, {"type": "ctl", "mode": "subreaper", "worker_pid": worker, "why": why})
         os.close(ctl_w)
         os.close(msg_w)
@@ -342,12 +351,13 @@ def _supervisor_child(spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int) -> 
         os._exit(_EXIT_SUPERVISOR_ERROR)
 
 
-def _init_process(spec: SandboxSpec, msg_w: int) -> NoReturn:
+def _init_process(spec: SandboxSpec, msg_w: int, prepared: Any) -> NoReturn:
     try:
-        setup_as_init(spec.masks, spec.stage_dir, loopback=spec.isolate_network)
+        bind = (spec.bind_root, spec.fixed_root) if spec.fixed_root else None
+        setup_as_init(spec.masks, spec.stage_dir, loopback=spec.isolate_network, bind=bind)
         worker = os.fork()
         if worker == 0:
-            _worker_process(spec, msg_w)
+            _worker_process(spec, msg_w, prepared)
         os.close(msg_w)
         # PID 1 reaps everything; it leaves when the worker is done, and the kernel then
         # kills whatever else is left in the namespace.
@@ -358,7 +368,7 @@ def _init_process(spec: SandboxSpec, msg_w: int) -> NoReturn:
         os._exit(_EXIT_SANDBOX_ERROR)
 
 
-def _worker_process(spec: SandboxSpec, msg_w: int) -> NoReturn:
+def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Any) -> NoReturn:
     try:
         applied = confine_worker(spec.worker)
         send(msg_w, {"type": "sandbox", **applied})
@@ -366,7 +376,7 @@ def _worker_process(spec: SandboxSpec, msg_w: int) -> NoReturn:
         with contextlib.suppress(BaseException):
             send(msg_w, {"type": "sandbox_error", "reason": f"confinement: {exc}"})
         os._exit(_EXIT_SANDBOX_ERROR)
-    run_pytest(msg_w, spec.pytest_args, spec.extra_path, spec.watch, spec.plugins)
+    run_pytest(msg_w, spec.pytest_args, spec.extra_path, spec.watch, spec.plugins, prepared)
 
 
 def _reap_until(worker: int) -> int:

@@ -36,6 +36,7 @@ from pytest_scorewright.errors import ScorewrightError
 from pytest_scorewright.landlock import Policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.namespaces import Mask
+from pytest_scorewright.prepared import prepare
 from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
 
 #: Imported once by the warm parent, so no fork imports them again.
@@ -87,6 +88,8 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         if watch
         else None,
         plugins=tuple(data["plugins"]),
+        bind_root=data["bind_root"],
+        fixed_root=data["fixed_root"],
     )
 
 
@@ -138,6 +141,10 @@ def serve(inp: int, out: int) -> None:
 
 
 def _start_job(request: dict[str, Any], close: Sequence[int]) -> tuple[int, int]:
+    spec = spec_from_wire(request["spec"])
+    config = None
+    if spec.fixed_root:  # before the fork: parsed once, shared by every later run
+        config = prepare(spec.pytest_args, spec.plugins, spec.fixed_root)
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the job process
@@ -148,7 +155,7 @@ def _start_job(request: dict[str, Any], close: Sequence[int]) -> tuple[int, int]
             for fd in close:  # the caller's pipes: not this job's to hold
                 os.dup2(null, fd)
             os.close(null)
-            outcome = run_sandboxed(spec_from_wire(request["spec"]))
+            outcome = run_sandboxed(spec, config)
             _write_all(write_end, json.dumps(dataclasses.asdict(outcome)).encode())
         except BaseException:
             code = 1
@@ -201,6 +208,7 @@ class WarmParent:
         env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
+        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
         self._proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
             [sys.executable, "-m", "pytest_scorewright.warm", *preload],
             stdin=subprocess.PIPE,

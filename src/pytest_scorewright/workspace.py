@@ -124,5 +124,9 @@ class Workspace:
         copy_tree(tests, ws.tests, CopyReport(), trusted=True)
         return ws
 
+    def seen_at(self, root: Path) -> Workspace:
+        """The same work dir as the child sees it when it is mounted at ``root``."""
+        return Workspace(root, root / "candidate", root / "tests", root / "home", self.report)
+
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)

@@ -1,0 +1,181 @@
+"""pytest's configuration parsed once in the warm parent (prepared.py): the same runs as
+pytest.main in every run, and the warm parent never imports a suite's conftest.py."""
+
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.prepared import needs_early_conftest
+from pytest_scorewright.result import ScoreResult
+
+TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
+PREPARED = "parsed once, in the warm parent"
+
+
+def _suite(tmp_path: Path, conftest: str) -> tuple[Path, Path, Path]:
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "conftest.py").write_text(textwrap.dedent(conftest), encoding="utf-8")
+    (tests / "test_double.py").write_text(
+        textwrap.dedent(
+            """
+            from solution import double
+
+            def test_double(factor):
+                assert double(3) == 3 * factor
+
+            def test_double_zero():
+                assert double(0) == 0
+            """
+        ),
+        encoding="utf-8",
+    )
+    reference = tmp_path / "reference.py"
+    reference.write_text("def double(x):\n    return 2 * x\n", encoding="utf-8")
+    wrong = tmp_path / "wrong.py"
+    wrong.write_text("def double(x):\n    return x * x\n", encoding="utf-8")
+    return tests, reference, wrong
+
+
+def _config_mode(result: ScoreResult) -> str:
+    assert result.limits is not None
+    return str(result.limits["sandbox"]["pytest_config"])
+
+
+def test_a_suite_conftest_works_and_is_never_imported_by_the_warm_parent(tmp_path: Path) -> None:
+    marker = tmp_path / "imported-outside-the-sandbox"
+    tests, reference, wrong = _suite(
+        tmp_path,
+        f"""
+        import pytest
+
+        def _leave_a_mark():  # succeeds only where nothing confines it: the warm parent
+            try:
+                open({str(marker)!r}, "w").close()
+            except OSError:
+                pass
+
+        _leave_a_mark()
+
+        @pytest.fixture
+        def factor():
+            return 2
+        """,
+    )
+    with Evaluator(tests, reference=reference) as ev:
+        good, bad = ev.score(reference), ev.score(wrong)
+    assert _config_mode(good) == PREPARED
+    assert good.signal("pass_rate") == 1.0
+    assert [t.outcome for t in bad.tests] == ["failed", "passed"]
+    # Assertion rewriting is the prepared configuration's own: the message explains.
+    assert "where 9 = double(3)" in (bad.tests[0].message or "")
+    assert not marker.exists()
+
+
+def test_a_conftest_that_adds_options_is_configured_in_every_run(tmp_path: Path) -> None:
+    tests, reference, wrong = _suite(
+        tmp_path,
+        """
+        import pytest
+
+        def pytest_addoption(parser):
+            parser.addoption("--factor", default="2")
+
+        @pytest.fixture
+        def factor(request):
+            return int(request.config.getoption("--factor"))
+        """,
+    )
+    assert needs_early_conftest(tests) == f"{tests / 'conftest.py'} defines pytest_addoption"
+    with Evaluator(tests, reference=reference) as ev:
+        good, bad = ev.score(reference), ev.score(wrong)
+    assert _config_mode(good).startswith("parsed in each run: ")
+    assert "pytest_addoption" in _config_mode(good)
+    assert good.signal("pass_rate") == 1.0
+    assert bad.signal("pass_rate") == 0.5
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "pytest_plugins = ['pytester']\n",
+        "def pytest_sessionstart(session):\n    pass\n",
+        "from somewhere import pytest_collection\n",
+        "try:\n    import x\nexcept ImportError:\n    pytest_plugins = []\n",
+        "match 1:\n    case _:\n        pass\n",
+    ],
+)
+def test_early_conftest_uses_are_recognised(tmp_path: Path, source: str) -> None:
+    (tmp_path / "testing").mkdir()
+    (tmp_path / "testing" / "conftest.py").write_text(source, encoding="utf-8")
+    assert needs_early_conftest(tmp_path) is not None
+
+
+def test_ordinary_conftest_hooks_do_not_need_early_loading(tmp_path: Path) -> None:
+    (tmp_path / "conftest.py").write_text(
+        '"""Doc."""\nimport pytest\n\nX: int = 1\n\n'
+        "def pytest_collection_modifyitems(items):\n    pass\n\n"
+        "def pytest_configure(config):\n    pass\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "helpers").mkdir()  # not an initial conftest directory: never read
+    (tmp_path / "helpers" / "conftest.py").write_text("pytest_plugins = []\n", encoding="utf-8")
+    assert needs_early_conftest(tmp_path) is None
+
+
+# Honest ones, and tricks that act on pytest itself (a conftest, skips, exits, patched
+# reports, plugins registered at run time), where a difference in configuration would show.
+CORPUS = [
+    "honest_reference.py",
+    "honest_wrong_fib.py",
+    "honest_partial.py",
+    "honest_threads.py",
+    "gaming_a5_conftest",
+    "gaming_a6_skip.py",
+    "gaming_a6_skiptest.py",
+    "gaming_b1_always_equal.py",
+    "gaming_d1_pytest_exit.py",
+    "gaming_d1_os_exit.py",
+    "gaming_d4_patch_reports.py",
+    "gaming_d6_forge.py",
+]
+
+
+def _summary(result: ScoreResult) -> tuple[object, ...]:
+    return (
+        [(t.nodeid, t.outcome) for t in result.tests],
+        sorted(r.code for r in result.integrity.reasons),
+        result.error,
+    )
+
+
+def test_prepared_and_per_run_configuration_give_the_same_results() -> None:
+    kwargs = {"heldout": TASK / "heldout", "reference": TASK / "reference"}
+    with (
+        Evaluator(TASK / "tests", **kwargs) as prepared,  # type: ignore[arg-type]
+        # Any PYTEST_* variable in the child's env makes every run parse for itself.
+        Evaluator(TASK / "tests", env={"PYTEST_ADDOPTS": ""}, **kwargs) as per_run,  # type: ignore[arg-type]
+    ):
+        for name in CORPUS:
+            candidate = TASK / "candidates" / name
+            a, b = prepared.score(candidate), per_run.score(candidate)
+            assert _config_mode(a) == PREPARED
+            assert _config_mode(b).startswith("parsed in each run: env sets PYTEST_")
+            assert _summary(a) == _summary(b), name
+
+
+def test_a_candidate_that_reaches_for_pytest_through_gc_is_flagged_either_way() -> None:
+    # It registers a plugin on the first pytest Config it finds in memory. With prepared
+    # configurations that may be one parsed for another suite, so the trick can miss; it is
+    # flagged either way.
+    kwargs = {"heldout": TASK / "heldout", "reference": TASK / "reference"}
+    candidate = TASK / "candidates" / "gaming_d4_gc_plugin.py"
+    with Evaluator(TASK / "tests", **kwargs) as ev:  # type: ignore[arg-type]
+        result = ev.score(candidate)
+    assert _config_mode(result) == PREPARED
+    assert result.integrity.flagged
+    assert {"gc_introspection", "pytest_tampered"} & {r.code for r in result.integrity.reasons}
