@@ -1,114 +1,208 @@
 """Throughput of score_many against a fresh `python -m pytest` subprocess per candidate.
 
-Run from the project root: ``python -m benchmarks.throughput [--candidates N] [--rounds R]``.
+Run from the project root::
 
-The suite is tests/corpus/numbers (12 visible + 11 held-out tests, a ~25-test suite); the
-candidates are its honest ones, cycled to N. Three evaluators score the same candidates,
-side by side in one run, for R rounds (medians reported):
+    python -m benchmarks.throughput [--task DIR] [--candidates N] [--rounds R] [--scaling]
+
+A task is a directory with ``tests/``, ``heldout/`` (optional), ``reference/`` (or
+``reference.py``) and ``candidates/*.py`` (the default: tests/corpus/numbers, 12 visible +
+11 held-out tests, and its honest candidates). The candidates matching ``--glob`` are cycled
+to N. Evaluators score the same candidates, side by side in one run, for R rounds (medians):
 
 - fresh-serial: the evaluator most loops hand-write: copy the candidate next to the tests,
-  `python -m pytest -q -p no:cacheprovider`, one after another (no sandbox, no integrity);
-- fresh-2: the same with two subprocesses at a time;
-- scorewright -j 2: Evaluator.score_many(workers=2), with the sandbox and integrity layer on.
+  `python -m pytest -q -p no:cacheprovider tests heldout`, one after another (no sandbox, no
+  integrity layer);
+- fresh-2: the same, two subprocesses at a time;
+- scorewright -j 2: Evaluator.score_many(workers=2), sandbox and integrity layer on;
+- with --scaling also scorewright -j 1, and -j 2 through a 2-process executor (each worker
+  process with its own Evaluator and warm parent).
 
-It also reports the tests' own run time (the reference's tests, setup to teardown, by the
-parent's clock) to compare the per-candidate cost with.
+Correctness (untimed): each distinct candidate's passing tests by scorewright must be the
+passing tests of a fresh pytest run (``-rA``), visible and held-out alike; the script exits 1
+on any difference. It also reports the tests' own run time (the reference's tests, setup to
+teardown, by the parent's clock) to compare the per-candidate cost with.
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import platform
+import re
 import shutil
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Sequence
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.result import ScoreResult
 
-TASK = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "numbers"
+DEFAULT_TASK = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "numbers"
+_SUMMARY_LINE = re.compile(r"^(PASSED|FAILED|ERROR|XPASS|XFAIL) (\S+)")
 
 
-def fresh_one(candidate: Path) -> int:
+class Task:
+    def __init__(self, root: Path, module: str) -> None:
+        self.root, self.module = root, module
+        self.tests = root / "tests"
+        self.heldout = root / "heldout" if (root / "heldout").is_dir() else None
+        ref_dir, ref_file = root / "reference", root / "reference.py"
+        self.reference = ref_dir if ref_dir.is_dir() else ref_file if ref_file.is_file() else None
+        if not self.tests.is_dir() or not (root / "candidates").is_dir():
+            raise SystemExit(f"error: {root} needs tests/ and candidates/; see the docstring")
+
+    def suites(self) -> list[str]:
+        return ["tests", "heldout"] if self.heldout else ["tests"]
+
+    def evaluator(self) -> Evaluator:
+        return Evaluator(
+            self.tests, heldout=self.heldout, reference=self.reference, module=self.module
+        )
+
+
+def fresh_one(task: Task, candidate: Path, report: bool = False) -> str:
     with tempfile.TemporaryDirectory(prefix="fresh-") as tmp:
-        shutil.copytree(TASK / "tests", Path(tmp) / "tests")
-        shutil.copytree(TASK / "heldout", Path(tmp) / "heldout")
-        shutil.copyfile(candidate, Path(tmp) / "solution.py")
+        for suite in task.suites():
+            shutil.copytree(task.root / suite, Path(tmp) / suite)
+        shutil.copyfile(candidate, Path(tmp) / f"{task.module}.py")
+        extra = ["-rA"] if report else []
+        command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
         done = subprocess.run(
-            [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests", "heldout"],
+            [*command, *task.suites()],
             cwd=tmp,
             capture_output=True,
+            text=True,
             check=False,
             env={**os.environ, "PYTHONPATH": tmp},
         )
-        return done.returncode
+        return done.stdout
 
 
-def fresh(candidates: Sequence[Path], workers: int) -> float:
+def fresh(task: Task, candidates: Sequence[Path], workers: int) -> float:
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(fresh_one, candidates))
+        list(pool.map(lambda c: fresh_one(task, c), candidates))
     return time.perf_counter() - started
 
 
-def ours(evaluator: Evaluator, candidates: Sequence[Path], workers: int) -> float:
+def ours(evaluator: Evaluator, candidates: Sequence[Path], **how: object) -> float:
     started = time.perf_counter()
-    results = list(evaluator.score_many(candidates, workers=workers))
+    results = list(evaluator.score_many(candidates, **how))  # type: ignore[arg-type]
     elapsed = time.perf_counter() - started
-    if len(results) != len(candidates) or any(r.signal("tests_total") != 23 for _, r in results):
-        raise SystemExit("a result is missing or incomplete")
+    total = len(evaluator.expected_visible) + len(evaluator.expected_heldout)
+    if len(results) != len(candidates) or any(r.signal("tests_total") != total for _, r in results):
+        raise SystemExit("error: a result is missing or incomplete")
     return elapsed
 
 
-def tests_own_time(evaluator: Evaluator) -> float:
-    """The suite's own run time: the reference's tests, setup to teardown, as the parent
-    clocked them (visible and held-out runs)."""
-    result = evaluator.score(TASK / "reference" / "solution.py")
+def _key(nodeid: str) -> str:
+    """A test's id without its top directory (the fresh run has heldout/, ours tests/)."""
+    return nodeid.split("/", 1)[-1]
+
+
+def check_correct(task: Task, evaluator: Evaluator, candidates: Sequence[Path]) -> int:
+    wrong = 0
+    for candidate in sorted(set(candidates)):
+        lines = fresh_one(task, candidate, report=True).splitlines()
+        fresh_passed = {
+            _key(m.group(2))
+            for m in map(_SUMMARY_LINE.match, lines)
+            if m and m.group(1) in ("PASSED", "XPASS")
+        }
+        result = evaluator.score(candidate)
+        ours_passed = {_key(t.nodeid) for t in result.tests if t.outcome == "passed"}
+        flags = [r.code for r in result.integrity.reasons]
+        ok = fresh_passed == ours_passed and result.ok
+        wrong += not ok
+        print(
+            f"  {'ok   ' if ok else 'WRONG'} {candidate.name}: {len(ours_passed)}/"
+            f"{len(result.tests)} passed (fresh pytest: {len(fresh_passed)})"
+            + (f"; flagged {flags}" if flags else "")
+        )
+    return wrong
+
+
+def tests_own_time(evaluator: Evaluator, reference: Path) -> float:
+    result: ScoreResult = evaluator.score(reference)
     return sum(t.duration_s or 0.0 for t in result.tests)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--task", type=Path, default=DEFAULT_TASK)
+    parser.add_argument("--module", default="solution")
+    parser.add_argument("--glob", default="honest_*.py", help="candidates/ files to use")
     parser.add_argument("--candidates", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--scaling", action="store_true", help="also -j 1 and an executor")
     args = parser.parse_args()
-    honest = sorted(p for p in (TASK / "candidates").glob("honest_*.py") if "slow" not in p.name)
-    candidates = [honest[i % len(honest)] for i in range(args.candidates)]
+    task = Task(args.task.resolve(), args.module)
+    pool = sorted(p for p in (task.root / "candidates").glob(args.glob) if "slow" not in p.name)
+    if not pool:
+        raise SystemExit(f"error: no candidates/{args.glob} in {task.root}")
+    candidates = [pool[i % len(pool)] for i in range(args.candidates)]
     print(
         f"machine: python {platform.python_version()}, {platform.platform()}, "
-        f"{os.cpu_count()} cpus; {len(candidates)} candidates, {args.rounds} rounds"
+        f"{os.cpu_count()} cpus; task {task.root.name}; {len(candidates)} candidates "
+        f"({len(pool)} distinct), {args.rounds} rounds"
     )
-    timings: dict[str, list[float]] = {"fresh-serial": [], "fresh-2": [], "scorewright -j 2": []}
-    with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
-        ours(ev, candidates[:2], 2)  # warm-up: the warm parent's first forks
+    executor = (
+        ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+        if args.scaling
+        else None
+    )
+    with task.evaluator() as ev:
+        print("correctness (untimed): scorewright's passing tests against fresh pytest -rA")
+        wrong = check_correct(task, ev, candidates)
+        runs: dict[str, Callable[[], float]] = {
+            "fresh-serial": lambda: fresh(task, candidates, 1),
+            "fresh-2": lambda: fresh(task, candidates, 2),
+            "scorewright -j 2": lambda: ours(ev, candidates, workers=2),
+        }
+        if executor is not None:
+            runs["scorewright -j 1"] = lambda: ours(ev, candidates, workers=1)
+            runs["executor, 2 procs"] = lambda: ours(ev, candidates, executor=executor)
+            ours(ev, candidates[:4], executor=executor)  # workers build their Evaluators
+        ours(ev, candidates[:2], workers=2)  # warm-up: the warm parent's first forks
+        timings: dict[str, list[float]] = {name: [] for name in runs}
         for _ in range(args.rounds):
-            timings["fresh-serial"].append(fresh(candidates, 1))
-            timings["fresh-2"].append(fresh(candidates, 2))
-            timings["scorewright -j 2"].append(ours(ev, candidates, 2))
-        own = statistics.median(tests_own_time(ev) for _ in range(5))
+            for name, run in runs.items():
+                timings[name].append(run())
+        own = (
+            statistics.median(tests_own_time(ev, task.reference) for _ in range(5))
+            if task.reference is not None
+            else None
+        )
+    if executor is not None:
+        executor.shutdown()
     base = statistics.median(timings["fresh-serial"])
+    two = statistics.median(timings["fresh-2"])
     print(
-        f"\n{'evaluator':18} {'median s':>9} {'per cand. ms':>13} {'cand./s':>8} {'vs serial':>10}"
+        f"\n{'evaluator':18} {'median s':>9} {'per cand. ms':>13} {'cand./s':>8} "
+        f"{'vs serial':>10} {'vs fresh-2':>10}"
     )
     for name, values in timings.items():
         median = statistics.median(values)
         per = 1000 * median / len(candidates)
         print(
             f"{name:18} {median:9.2f} {per:13.1f} {len(candidates) / median:8.2f} "
-            f"{base / median:9.2f}x"
+            f"{base / median:9.2f}x {two / median:9.2f}x"
         )
     ours_per = statistics.median(timings["scorewright -j 2"]) / len(candidates)
-    print(
-        f"\ntests' own run time: {1000 * own:.1f} ms; scorewright per candidate "
-        f"(-j 2, wall/N): {1000 * ours_per:.1f} ms = {ours_per / own:.2f}x of it"
-    )
-    return 0
+    if own:
+        print(
+            f"\ntests' own run time: {1000 * own:.1f} ms; scorewright per candidate "
+            f"(-j 2, wall/N): {1000 * ours_per:.1f} ms = {ours_per / own:.2f}x of it"
+        )
+    distinct = len(set(candidates))
+    print(f"results: {distinct - wrong}/{distinct} distinct candidates correct")
+    return 1 if wrong else 0
 
 
 if __name__ == "__main__":

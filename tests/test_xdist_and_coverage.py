@@ -148,3 +148,29 @@ def test_identical_module_skips_are_all_recorded_under_xdist(
         "test_two.py": "skipped",
         "test_ok.py::test_ok": "passed",
     }
+
+
+@pytest.mark.parametrize(("branch", "env_core"), [(False, None), (True, None), (False, "ctrace")])
+def test_coverage_uses_the_sysmon_core_where_it_is_cheaper(
+    pytester: pytest.Pytester,
+    run_scored: RunScored,
+    monkeypatch: pytest.MonkeyPatch,
+    branch: bool,
+    env_core: str | None,
+) -> None:
+    # sys.monitoring from Python 3.12, for branches from 3.14 (coverage.py's own limits); a
+    # core chosen by COVERAGE_CORE is left alone.
+    monkeypatch.delenv("COVERAGE_CORE", raising=False)
+    if env_core:
+        monkeypatch.setenv("COVERAGE_CORE", env_core)
+    pytester.makepyfile(
+        test_core=(
+            "import coverage\n\ndef test_core():\n"
+            "    print('CORE', dict(coverage.Coverage.current().sys_info())['core'])\n"
+        )
+    )
+    args = ["--scorewright-cov=test_core", "-s", *(["--scorewright-cov-branch"] if branch else [])]
+    scored = run_scored(*args, subprocess=True)
+    usable = sys.version_info >= (3, 14) or (sys.version_info >= (3, 12) and not branch)
+    expected = "SysMonitor" if usable and not env_core else "CTracer"
+    assert f"CORE {expected}" in scored.run.stdout.str()
