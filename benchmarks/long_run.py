@@ -83,6 +83,12 @@ def main() -> int:
         for done, _ in enumerate(ev.score_many(candidates, workers=args.jobs), start=1):
             if done in checkpoints:
                 report(done)
+    # The Evaluator's own fixed mount point (scorewright-fixed-*) lives as long as it does.
+    print(
+        f"after close: {leftover_dirs() - dirs_before} scorewright-* temp dirs, "
+        f"{sandbox_processes()} sandbox processes, warm parent "
+        f"{'gone' if not Path(f'/proc/{warm}').exists() else 'STILL RUNNING'}"
+    )
     return 0
 
 
