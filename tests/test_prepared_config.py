@@ -179,3 +179,38 @@ def test_a_candidate_that_reaches_for_pytest_through_gc_is_flagged_either_way() 
     assert _config_mode(result) == PREPARED
     assert result.integrity.flagged
     assert {"gc_introspection", "pytest_tampered"} & {r.code for r in result.integrity.reasons}
+
+
+def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path: Path) -> None:
+    from _pytest.assertion.rewrite import _read_pyc
+
+    from pytest_scorewright.rewritten import lay_down, rewritten_suite
+
+    tests, reference, wrong = _suite(
+        tmp_path, "import pytest\n\n@pytest.fixture\ndef factor():\n    return 2\n"
+    )
+    (tests / "helper.py").write_text("X = 1\n", encoding="utf-8")  # not a test module
+    made = rewritten_suite(tests)
+    assert sorted(Path(p).name.split(".")[0] for p in made) == ["conftest", "test_double"]
+    copy = tmp_path / "copy"
+    copy.mkdir()
+    for name in ("conftest.py", "test_double.py"):
+        (copy / name).write_bytes((tests / name).read_bytes())
+    lay_down(made, copy)
+    for relative in made:  # pytest's own reader accepts each one, for the copied source
+        source = copy / Path(relative).parent.parent / (Path(relative).name.split(".")[0] + ".py")
+        assert _read_pyc(source, copy / relative) is not None
+    # And a run uses it: bytecode from other source, under the real source's hash, changes
+    # what the test does (this is a test of the mechanism; the cache is never built so).
+    with Evaluator(tests, reference=reference) as ev:
+        assert ev.score(wrong).signal("pass_rate") == 0.5
+        other = tmp_path / "other"
+        other.mkdir()
+        (other / "test_double.py").write_text(
+            "def test_double():\n    pass\n\ndef test_double_zero():\n    pass\n", encoding="utf-8"
+        )
+        forged = rewritten_suite(other)
+        real_hash = next(v for k, v in made.items() if "test_double" in k)[8:16]
+        key = next(k for k in forged if "test_double" in k)
+        ev._rewritten[tests] = {**made, key: forged[key][:8] + real_hash + forged[key][16:]}
+        assert ev.score(wrong).signal("pass_rate") == 1.0

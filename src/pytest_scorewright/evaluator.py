@@ -35,6 +35,7 @@ from pytest_scorewright.measure import build_result
 from pytest_scorewright.namespaces import masks_for
 from pytest_scorewright.prepared import needs_early_conftest
 from pytest_scorewright.result import ScoreResult, Signal
+from pytest_scorewright.rewritten import lay_down, rewritten_suite
 from pytest_scorewright.static_scan import scan_path
 from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
 from pytest_scorewright.verdict import RunVerdict, judge
@@ -148,6 +149,8 @@ class Evaluator:
         self._python_readable = tuple(
             p for p in self._python_dirs if not any(_overlaps(Path(p), t) for t in trusted)
         )
+        # Once per suite, compiled not run: pytest reads it in each run (rewritten.py).
+        self._rewritten = {t: rewritten_suite(t) for t in (self.tests, self.heldout) if t}
         self._unprepared_why = "the warm parent could not parse it"
         self._fixed_root = self._fixed_root_if_possible()
         self.expected_visible = self._collect(self.tests, all_heldout=False)
@@ -373,6 +376,7 @@ class Evaluator:
             candidate, self.module, tests, base=self.workdir, support=self.support
         )
         try:
+            lay_down(self._rewritten.get(tests, {}), workspace.tests)
             uid = self._sandbox_uid()
             if uid is not None:
                 _hand_over(workspace, uid)
