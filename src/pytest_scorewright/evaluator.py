@@ -204,6 +204,8 @@ class Evaluator:
         executor: Executor | None = None,
     ) -> Iterator[tuple[int, ScoreResult]]:
         """Score candidates ``workers`` at a time; yields ``(index, result)`` as each finishes.
+        Each candidate's visible and held-out runs go at once, so up to ``2 * workers``
+        sandboxes are alive together.
 
         With ``executor`` (any ``concurrent.futures.Executor``: a process pool, Dask's
         ``Client.get_executor()``), candidates go to its workers instead; each worker process
