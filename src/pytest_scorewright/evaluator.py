@@ -151,8 +151,7 @@ class Evaluator:
         )
         # Once per suite, compiled not run: pytest reads it in each run (rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in (self.tests, self.heldout) if t}
-        self._unprepared_why = "the warm parent could not parse it"
-        self._fixed_root = self._fixed_root_if_possible()
+        self._fixed_root, self._unprepared_why = self._fixed_root_if_possible()
         self.expected_visible = self._collect(self.tests, all_heldout=False)
         self.expected_heldout = (
             self._collect(self.heldout, all_heldout=True) if self.heldout else []
@@ -186,9 +185,7 @@ class Evaluator:
                 raise ConfigError(f"no visible test {sorted(unknown)[0]!r}; use ids the suite has")
             expected_visible = [e for e in expected_visible if e[0] in wanted]
         select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
-        suites = [_Suite("visible", self.tests, expected_visible, select)]
-        if self.heldout is not None and heldout:
-            suites.append(_Suite("held-out", self.heldout, self.expected_heldout, None))
+        suites = self._suites(expected_visible, select, with_heldout=heldout)
         judged, copied, visible_s = self._run_suites(path, suites)
         runs = [(suite.name, run) for suite, run in zip(suites, judged, strict=True)]
         repeats = [judged[0][0].timing.tests_s]
@@ -246,6 +243,18 @@ class Evaluator:
 
     # -- runs --------------------------------------------------------------------------------
 
+    def _suites(
+        self,
+        expected_visible: Sequence[tuple[str, bool]],
+        select: Sequence[str] | None,
+        *,
+        with_heldout: bool,
+    ) -> list[_Suite]:
+        suites = [_Suite("visible", self.tests, expected_visible, select)]
+        if self.heldout is not None and with_heldout:
+            suites.append(_Suite("held-out", self.heldout, self.expected_heldout, None))
+        return suites
+
     def _run_suites(
         self, candidate: Path, suites: Sequence[_Suite], share: float | None = None
     ) -> tuple[list[tuple[RunVerdict, ChildOutcome]], CopyReport, float]:
@@ -301,11 +310,8 @@ class Evaluator:
         reference = self.reference
         if reference is None:  # pragma: no cover - only called with a reference
             return Baseline(collected_s=None)
-        suites = [_Suite("visible", self.tests, self.expected_visible, None)]
-        if self.heldout is not None:
-            suites.append(_Suite("held-out", self.heldout, self.expected_heldout, None))
         baseline = Baseline(collected_s=None)
-        for suite in suites:
+        for suite in self._suites(self.expected_visible, None, with_heldout=True):
             name = suite.name
             (verdict, _), _ = self._judged_run(reference, suite, self.limits.timeout_s)
             failing = [r.nodeid for r in verdict.records if not r.passed]
@@ -392,26 +398,23 @@ class Evaluator:
             workspace.remove()
             raise
 
-    def _fixed_root_if_possible(self) -> Path | None:
+    def _fixed_root_if_possible(self) -> tuple[Path | None, str]:
         """The fixed path every run's work dir is mounted at, so that the warm parent can
-        parse pytest's configuration once (prepared.py); None where that would not give the
-        run pytest.main gives."""
+        parse pytest's configuration once (prepared.py), or None where that would not give
+        the run pytest.main gives; and why runs might still parse it themselves."""
         if self._warm is None or not self.use_namespaces:
-            self._unprepared_why = "no warm parent" if self._warm is None else "no namespaces"
-            return None
+            return None, "no warm parent" if self._warm is None else "no namespaces"
         if any(name.startswith("PYTEST") for name in self.env):
-            self._unprepared_why = "env sets PYTEST_* variables, read by pytest in the run"
-            return None
+            return None, "env sets PYTEST_* variables, read by pytest in the run"
         suites = [t for t in (self.tests, self.heldout) if t is not None]
         early = [why for why in map(needs_early_conftest, suites) if why]
         if early:
-            self._unprepared_why = f"{early[0]}, which pytest needs before configuring"
-            return None
+            return None, f"{early[0]}, which pytest needs before configuring"
         root = Path(tempfile.mkdtemp(prefix="scorewright-fixed-", dir=self.workdir))
         os.chmod(root, 0o755)  # noqa: S103 - a mount point; the run's own dir covers it
         (root / _INI).write_text(_INI_TEXT, encoding="utf-8")  # read by the warm parent
         self._remove_fixed_root = weakref.finalize(self, shutil.rmtree, root, True)
-        return root
+        return root, "the warm parent could not parse it"
 
     def _sandbox_uid(self) -> int | None:
         # Root ignores RLIMIT_NPROC and may signal anything: run as a uid of our own, new for

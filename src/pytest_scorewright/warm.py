@@ -195,12 +195,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 class WarmParent:
-    """A handle on the warm process; ``run(spec)`` is thread-safe and blocks for the answer.
+    """A handle on the warm process; ``submit(spec)`` is thread-safe and returns a future.
 
     Example::
 
         warm = WarmParent(preload=["numpy"])
-        outcome = warm.run(spec)
+        outcome = warm.submit(spec).result()
         warm.close()
     """
 
@@ -227,9 +227,6 @@ class WarmParent:
             target=self._read_answers, args=(self._proc.stdout.fileno(),), daemon=True
         )
         self._reader.start()
-
-    def run(self, spec: SandboxSpec) -> ChildOutcome:
-        return self.submit(spec).result()
 
     def submit(self, spec: SandboxSpec) -> Future[ChildOutcome]:
         """Start a run; its outcome arrives in the returned future."""
