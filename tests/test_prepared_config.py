@@ -1,5 +1,6 @@
-"""pytest's configuration parsed once in the warm parent (prepared.py): the same runs as
-pytest.main in every run, and the warm parent never imports a suite's conftest.py."""
+"""pytest's configuration parsed, and its session started, once in the warm parent
+(prepared.py): the same runs as pytest.main in every run, each run with its own
+process-wide state, and the warm parent never imports a suite's conftest.py."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from pytest_scorewright.prepared import needs_early_conftest
 from pytest_scorewright.result import ScoreResult
 
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
-PREPARED = "parsed once, in the warm parent"
+PREPARED = "parsed and session started once, in the warm parent"
 
 
 def _suite(tmp_path: Path, conftest: str) -> tuple[Path, Path, Path]:
@@ -214,3 +215,122 @@ def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path:
         key = next(k for k in forged if "test_double" in k)
         ev._rewritten[tests] = {**made, key: forged[key][:8] + real_hash + forged[key][16:]}
         assert ev.score(wrong).signal("pass_rate") == 1.0
+
+
+# pytest features whose state lives in the configuration, the session or the process, each
+# checked by the suite itself; the run's process-wide state must be its own configuration's.
+FEATURE_TESTS = r"""
+import faulthandler
+import logging
+import os
+import stat
+import sys
+import threading
+import warnings
+
+import pytest
+from _pytest.mark.structures import MARK_GEN
+from _pytest.threadexception import thread_exceptions
+from _pytest.unraisableexception import unraisable_exceptions
+
+from solution import double
+
+
+@pytest.fixture(scope="session")
+def shared():
+    return {"calls": 0}
+
+
+@pytest.mark.parametrize("x", [0, 1, 5])
+def test_parametrized(x, shared):
+    shared["calls"] += 1
+    assert double(x) == 2 * x
+
+
+@pytest.mark.skipif(sys.platform == "no such platform", reason="never skipped")
+def test_skipif_evaluated(shared):
+    assert shared["calls"] == 3
+
+
+def test_fixtures(tmp_path, capsys, caplog, monkeypatch, recwarn):
+    (tmp_path / "f").write_text("x")
+    print("to capsys")
+    assert capsys.readouterr().out == "to capsys\n"
+    logging.getLogger("t").warning("to caplog")
+    assert "to caplog" in caplog.text
+    monkeypatch.setenv("SW_FEATURE", "1")
+    assert os.environ["SW_FEATURE"] == "1"
+    warnings.warn("to recwarn", UserWarning)
+    assert len(recwarn) == 1
+    with pytest.warns(DeprecationWarning):
+        warnings.warn("deprecated", DeprecationWarning)
+
+
+def test_process_state_is_this_runs(request):
+    config = request.config
+    assert MARK_GEN._config is config
+    assert sys.unraisablehook.keywords["append"].__self__ is config.stash[unraisable_exceptions]
+    assert threading.excepthook.keywords["append"].__self__ is config.stash[thread_exceptions]
+    assert faulthandler.is_enabled()
+    assert os.environ["PYTEST_VERSION"] == pytest.__version__
+    assert config.get_terminal_writer()._file is sys.stdout
+
+
+def test_only_pipes_and_dev_null_are_open():
+    null = os.stat(os.devnull).st_rdev
+    for fd in range(3, 256):
+        try:
+            mode = os.fstat(fd)
+        except OSError:
+            continue
+        assert stat.S_ISFIFO(mode.st_mode) or (
+            stat.S_ISCHR(mode.st_mode) and mode.st_rdev == null
+        ), fd
+"""
+
+
+def test_a_started_session_runs_pytests_features_as_a_run_of_its_own(tmp_path: Path) -> None:
+    tests = tmp_path / "tests"
+    (tests / "sub").mkdir(parents=True)
+    (tests / "test_features.py").write_text(FEATURE_TESTS, encoding="utf-8")
+    # The same module twice: two configurations, two sessions started in the warm parent.
+    heldout = tmp_path / "heldout"
+    heldout.mkdir()
+    (heldout / "test_features_again.py").write_text(FEATURE_TESTS, encoding="utf-8")
+    # A deeper conftest.py is loaded during collection, as ever, even with a hook that
+    # pytest only calls for initial ones.
+    (tests / "sub" / "conftest.py").write_text(
+        "import pytest\n\ndef pytest_sessionstart(session):\n    raise AssertionError\n\n"
+        "@pytest.fixture\ndef deep():\n    return 3\n",
+        encoding="utf-8",
+    )
+    (tests / "sub" / "test_deep.py").write_text(
+        "def test_deep(deep):\n    assert deep == 3\n", encoding="utf-8"
+    )
+    reference = tmp_path / "reference.py"
+    reference.write_text("def double(x):\n    return 2 * x\n", encoding="utf-8")
+    kwargs = {"heldout": heldout, "reference": reference}
+    with (
+        Evaluator(tests, **kwargs) as started,  # type: ignore[arg-type]
+        Evaluator(tests, env={"PYTEST_ADDOPTS": ""}, **kwargs) as per_run,  # type: ignore[arg-type]
+    ):
+        a, b = started.score(reference), per_run.score(reference)
+    assert _config_mode(a) == PREPARED
+    assert _config_mode(b).startswith("parsed in each run: ")
+    assert _summary(a) == _summary(b)
+    assert {t.outcome for t in a.tests} == {"passed"}
+    assert len(a.tests) == 2 * 7 + 1
+
+
+def test_other_plugins_are_configured_in_each_run(tmp_path: Path) -> None:
+    tests, reference, wrong = _suite(
+        tmp_path, "import pytest\n\n@pytest.fixture\ndef factor():\n    return 2\n"
+    )
+    # xdist's plugin module stands for any plugin we do not know to configure cleanly.
+    with Evaluator(tests, reference=reference, plugins=["pytest_timeout", "xdist.plugin"]) as ev:
+        good, bad = ev.score(reference), ev.score(wrong)
+    assert _config_mode(good) == (
+        "parsed once, in the warm parent; configured in each run: plugins ['xdist.plugin']"
+    )
+    assert good.signal("pass_rate") == 1.0
+    assert bad.signal("pass_rate") == 0.5

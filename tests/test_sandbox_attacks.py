@@ -300,6 +300,9 @@ def test_a_segfault_is_a_crash_not_a_pass(evaluator: Evaluator, tmp_path: Path) 
     assert "SIGSEGV" in result.error
     assert outcomes(result)["test_small"] == "error"
     assert outcomes(result)["test_negative"] == "not_run"
+    # pytest's faulthandler writes to this run's output (the session may have been started
+    # in the warm parent, whose stderr is /dev/null: prepared.py re-points it).
+    assert "Fatal Python error: Segmentation fault" in result.extra["output"]
 
 
 def test_raising_its_own_limits_is_refused(evaluator: Evaluator, tmp_path: Path) -> None:

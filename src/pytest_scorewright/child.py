@@ -23,7 +23,7 @@ from pytest_scorewright.anchors import ANCHOR_SINK
 from pytest_scorewright.channel import send
 from pytest_scorewright.monitor import Monitor, arm, skipped_by_candidate
 from pytest_scorewright.outcomes import reduce_report
-from pytest_scorewright.prepared import adopt
+from pytest_scorewright.prepared import Prepared, adopt, resume
 from pytest_scorewright.result import bound_message
 
 #: Exit codes of the child process itself (not pytest's), read by the parent.
@@ -147,15 +147,15 @@ def run_pytest(
     extra_path: Sequence[str],
     watch: Watch | None = None,
     plugins: Sequence[str] = (),
-    prepared: pytest.Config | None = None,
+    prepared: Prepared | None = None,
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
     ``plugins`` are module names, imported here (the warm parent has most of them already)
     and handed to pytest as objects: ``-p name`` would make pytest scan every installed
-    distribution's entry points for that name, ~5 ms a plugin. ``prepared`` is a
-    configuration the warm parent parsed for ``args`` and ``plugins`` (prepared.py): the run
-    continues from it instead of parsing again.
+    distribution's entry points for that name, ~5 ms a plugin. ``prepared`` is the
+    configuration the warm parent parsed for ``args`` and ``plugins``, perhaps with its
+    session started (prepared.py): the run continues from there instead of parsing again.
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -173,8 +173,12 @@ def run_pytest(
         if prepared is None:
             pytest.main(list(args), plugins=[reporter, *loaded])
         else:
-            prepared.pluginmanager.register(reporter)
-            prepared.hook.pytest_cmdline_main(config=prepared)
+            # Registered after configuring, where it was: its pytest_configure is replayed.
+            prepared.config.pluginmanager.register(reporter)
+            if prepared.session is not None:
+                resume(prepared)
+            else:
+                prepared.config.hook.pytest_cmdline_main(config=prepared.config)
         _flush_std_streams()
         code = EXIT_OK
     except BaseException as exc:  # anything here must reach the parent as data

@@ -33,7 +33,7 @@ from pytest_scorewright.landlock import Policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.measure import build_result
 from pytest_scorewright.namespaces import masks_for
-from pytest_scorewright.prepared import needs_early_conftest
+from pytest_scorewright.prepared import STARTABLE_PLUGINS, needs_early_conftest
 from pytest_scorewright.result import ScoreResult, Signal
 from pytest_scorewright.rewritten import lay_down, rewritten_suite
 from pytest_scorewright.static_scan import scan_path
@@ -482,6 +482,15 @@ class Evaluator:
             fixed_root=str(self._fixed_root or ""),
         )
 
+    def _pytest_config_record(self, observed: ChildOutcome) -> str:
+        how = observed.isolation.get("pytest_config")
+        if how == "started":
+            return "parsed and session started once, in the warm parent"
+        if how == "parsed":
+            others = sorted(set(self.plugins) - STARTABLE_PLUGINS)
+            return f"parsed once, in the warm parent; configured in each run: plugins {others}"
+        return f"parsed in each run: {self._unprepared_why}"
+
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:
         return (*SYSTEM_READ, *DEVICES_READ, *self._python_readable, str(ws.root))
 
@@ -547,9 +556,7 @@ class Evaluator:
                 "nproc_enforced": applied.get("nproc") is not None,
                 "landlock_abi": applied.get("landlock_abi", 0),
                 "network": network,
-                "pytest_config": "parsed once, in the warm parent"
-                if observed.isolation.get("pytest_config") == "prepared"
-                else f"parsed in each run: {self._unprepared_why}",
+                "pytest_config": self._pytest_config_record(observed),
             },
         }
 

@@ -18,18 +18,30 @@ loaded that early; :func:`needs_early_conftest` checks, and such suites are conf
 ``pytest.main`` in every run, as are runs without namespaces. This relies on
 ``_pytest.config._prepareconfig``; where a pytest version lacks it, every run is configured
 the ordinary way.
+
+With only our own plugins and pytest-timeout registered, the warm parent goes one step
+further and starts the session too: ``pytest_configure`` and ``pytest_sessionstart`` (the
+fixture manager's scan of every plugin module's attributes), ~19 ms of a run's CPU, plus the
+pages that work would have copied in each fork. Configuring changes a few process-wide
+things (see :func:`_process_state`); the warm parent puts them back after each start, and
+each run's child takes on its own configuration's. pytest's own ``wrap_session`` then
+continues in the child from the point after ``pytest_sessionstart`` (:func:`resume`).
 """
 
 from __future__ import annotations
 
 import ast
 import contextlib
+import faulthandler
 import gc
 import importlib
 import os
+import stat
 import sys
+import threading
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,8 +63,31 @@ EARLY_HOOKS = frozenset(
     }
 )
 
+#: Plugins whose ``pytest_configure`` changes no process-wide state beyond what
+#: :func:`_process_state` covers and starts no thread: with only these (and pytest's own),
+#: the session is started in the warm parent. Any other plugin is configured in the run.
+STARTABLE_PLUGINS = frozenset({"pytest_scorewright.plugin", "pytest_timeout"})
+
 _KEEP = 8  # command lines kept parsed (visible, held-out, a first stage, collection...)
-_prepared: OrderedDict[tuple[str, ...], Any] = OrderedDict()
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """A configuration parsed in the warm parent, and the session started for it (or None:
+    the run configures and starts it). ``state`` is the process-wide state its configuration
+    set (:func:`_process_state`); ``fds`` the descriptors it opened, all on /dev/null."""
+
+    config: Any
+    session: Any = None
+    state: tuple[Any, ...] = ()
+    fds: tuple[int, ...] = ()
+
+    @property
+    def kind(self) -> str:
+        return "started" if self.session is not None else "parsed"
+
+
+_prepared: OrderedDict[tuple[str, ...], Prepared] = OrderedDict()
 
 
 def needs_early_conftest(tests: Path) -> str | None:
@@ -97,14 +132,15 @@ def _top_level_names(tree: ast.Module) -> list[str]:
     return names
 
 
-def prepare(args: Sequence[str], plugins: Sequence[str], invocation_dir: str) -> Any | None:
-    """The parsed ``pytest.Config`` for this command line (cached), or None when it cannot be
-    prepared here (the child then runs ``pytest.main``, which reports any problem)."""
+def prepare(args: Sequence[str], plugins: Sequence[str], invocation_dir: str) -> Prepared | None:
+    """This command line's configuration (cached), parsed and, where the plugins allow it,
+    with its session started; or None when it cannot be prepared here (the child then runs
+    ``pytest.main``, which reports any problem)."""
     key = (*args, "\0", *plugins)
-    config = _prepared.get(key)
-    if config is not None:
+    prepared = _prepared.get(key)
+    if prepared is not None:
         _prepared.move_to_end(key)
-        return config
+        return prepared
     try:
         from _pytest.config import _prepareconfig
     except ImportError:  # pragma: no cover - a pytest without it
@@ -113,29 +149,146 @@ def prepare(args: Sequence[str], plugins: Sequence[str], invocation_dir: str) ->
     try:
         os.chdir(invocation_dir)
         config = _prepareconfig(list(args), [importlib.import_module(p) for p in plugins])
+        prepared = Prepared(config)
+        if set(plugins) <= STARTABLE_PLUGINS:
+            prepared = _start(config) or prepared
     except BaseException:  # a usage error, an import error: the child will report it
         return None
     finally:
         os.chdir(previous)
-    _prepared[key] = config
+    _prepared[key] = prepared
     while len(_prepared) > _KEEP:
         _, old = _prepared.popitem(last=False)
         with contextlib.suppress(Exception):
-            old._ensure_unconfigure()  # removes its assertion-rewriting import hook
+            # Removes its assertion-rewriting import hook; its configure's process-wide
+            # changes were undone already, and its unconfigure undoes them again.
+            old.config._ensure_unconfigure()
     # Parsed once, shared by every fork: keep the collector off these pages too.
     gc.collect()
     gc.freeze()
-    return config
+    return prepared
 
 
-def adopt(config: Any | None) -> None:
+def _start(config: Any) -> Prepared | None:
+    """Configure ``config`` and start its session, as ``wrap_session`` does, here in the
+    warm parent (the current directory is the invocation dir); None if that failed or left
+    anything a fork should not inherit."""
+    from _pytest.config import ExitCode
+    from _pytest.main import Session
+
+    before, fds_before = _process_state(), _open_fds()
+    threads = threading.active_count()
+    try:
+        session = Session.from_config(config)
+        session.exitstatus = ExitCode.OK
+        config._do_configure()
+        config.hook.pytest_sessionstart(session=session)
+        state, fds = _process_state(), tuple(sorted(_open_fds() - fds_before))
+    except BaseException:
+        state, fds = before, ()
+        session = None
+    finally:
+        _set_process_state(before)  # the next configuration starts from the same state
+    if session is None or threading.active_count() != threads or not all(map(_on_devnull, fds)):
+        with contextlib.suppress(BaseException):
+            config._ensure_unconfigure()
+        _set_process_state(before)
+        return None
+    return Prepared(config, session, state, fds)
+
+
+def _process_state() -> tuple[Any, ...]:
+    """What pytest's built-in ``pytest_configure`` hooks set for the whole process (found by
+    comparing everything process-wide before and after): the unraisable-exception and
+    thread-exception hooks, the config that ``pytest.mark`` checks markers against, and
+    whether faulthandler is on."""
+    from _pytest.mark.structures import MARK_GEN
+
+    return (sys.unraisablehook, threading.excepthook, MARK_GEN._config, faulthandler.is_enabled())
+
+
+def _set_process_state(state: tuple[Any, ...]) -> None:
+    from _pytest.mark.structures import MARK_GEN
+
+    sys.unraisablehook, threading.excepthook, MARK_GEN._config, enabled = state
+    if not enabled:
+        faulthandler.disable()
+
+
+def _open_fds() -> set[int]:
+    found = set()
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):
+            os.fstat(int(name))  # the listing's own descriptor is closed by now
+            found.add(int(name))
+    return found
+
+
+def _on_devnull(fd: int) -> bool:
+    mode, device = os.fstat(fd), os.stat(os.devnull)
+    return stat.S_ISCHR(mode.st_mode) and mode.st_rdev == device.st_rdev
+
+
+def adopt(prepared: Prepared | None) -> None:
     """In the child, before pytest runs: keep only this run's assertion-rewriting import
-    hook (every configuration parsed in the warm parent installed one)."""
+    hook (every configuration parsed in the warm parent installed one) and, for a started
+    session, take on the process-wide state its configuration set."""
     from _pytest.assertion.rewrite import AssertionRewritingHook
 
+    config = prepared.config if prepared is not None else None
     own = getattr(config.pluginmanager, "rewrite_hook", None) if config is not None else None
     sys.meta_path[:] = [
         finder
         for finder in sys.meta_path
         if not isinstance(finder, AssertionRewritingHook) or finder is own
     ]
+    if prepared is None:
+        return
+    import pytest
+
+    os.environ["PYTEST_VERSION"] = pytest.__version__  # as pytest.main sets it
+    if prepared.session is None:
+        return
+    config = prepared.config
+    _set_process_state(prepared.state)
+    from _pytest.config import create_terminal_writer
+    from _pytest.faulthandler import fault_handler_stderr_fd_key
+
+    # faulthandler's copy of stderr, and the terminal, were the warm parent's (/dev/null):
+    # point them at this run's output, as configuring here would have.
+    fd = config.stash.get(fault_handler_stderr_fd_key, None)
+    if fd is not None:
+        os.dup2(2, fd)
+        faulthandler.enable(file=fd)
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if terminal is not None:
+        terminal._tw = create_terminal_writer(config, sys.stdout)
+        terminal._screen_width = terminal._tw.fullwidth
+
+
+def resume(prepared: Prepared) -> None:
+    """Run pytest's ``pytest_cmdline_main`` on a session started in the warm parent:
+    ``wrap_session`` is pytest's own, from its start, except that its first three steps
+    (make the session, configure, ``pytest_sessionstart``) hand over what the warm parent
+    made. Each stand-in puts the original back when called, so nothing else sees them."""
+    from _pytest.main import Session
+
+    config, session = prepared.config, prepared.session
+    hook = config.hook
+    real_start = hook.pytest_sessionstart
+    real_from_config = Session.__dict__["from_config"]
+
+    def from_config(cls: type, given: Any) -> Any:
+        Session.from_config = real_from_config  # type: ignore[method-assign]
+        return session if given is config else real_from_config.__func__(cls, given)
+
+    def do_configure() -> None:
+        del config._do_configure  # the class's own again
+
+    def sessionstart(**kwargs: Any) -> None:
+        hook.pytest_sessionstart = real_start
+
+    Session.from_config = classmethod(from_config)  # type: ignore[method-assign, assignment]
+    config._do_configure = do_configure
+    hook.pytest_sessionstart = sessionstart
+    hook.pytest_cmdline_main(config=config)

@@ -30,6 +30,7 @@ from pytest_scorewright.channel import FrameReader, send
 from pytest_scorewright.child import Watch, run_pytest
 from pytest_scorewright.confine import WorkerPlan, confine_worker, reset_process
 from pytest_scorewright.namespaces import Mask, setup_as_init, try_unshare
+from pytest_scorewright.prepared import Prepared
 
 _EXIT_SANDBOX_ERROR = 72
 _EXIT_SUPERVISOR_ERROR = 71
@@ -69,9 +70,10 @@ class ChildOutcome:
     isolation: dict[str, Any] = field(default_factory=dict)
 
 
-def run_sandboxed(spec: SandboxSpec, prepared: Any = None) -> ChildOutcome:
+def run_sandboxed(spec: SandboxSpec, prepared: Prepared | None = None) -> ChildOutcome:
     """Run pytest in a sandboxed child and observe it until it ends or the deadline;
-    ``prepared`` is a pytest configuration parsed for the spec's command line (prepared.py)."""
+    ``prepared`` is pytest's configuration for the spec's command line, parsed (and perhaps
+    its session started) in the warm parent (prepared.py)."""
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     ctl_r, ctl_w = _pipe()
@@ -82,7 +84,7 @@ def run_sandboxed(spec: SandboxSpec, prepared: Any = None) -> ChildOutcome:
     for fd in (msg_w, out_w, ctl_w):
         os.close(fd)
     outcome = _Watch(spec, pid, start, msg_r, out_r, ctl_r).run()
-    outcome.isolation["pytest_config"] = "prepared" if prepared is not None else "parsed"
+    outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
 
 
@@ -312,12 +314,13 @@ def _scan_proc(name: str, field: Callable[[bytes], bytes], wanted: bytes) -> lis
 
 
 def _supervisor_child(
-    spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Any
+    spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Prepared | None
 ) -> NoReturn:
     try:
         os.dup2(out_w, 1)
         os.dup2(out_w, 2)
-        reset_process(keep_fds=(msg_w, ctl_w))
+        # A started session's descriptors (on /dev/null) stay where its objects expect them.
+        reset_process(keep_fds=(msg_w, ctl_w, *(prepared.fds if prepared else ())))
         os.setsid()
         why = (
             try_unshare(isolate_network=spec.isolate_network)
@@ -351,7 +354,7 @@ def _supervisor_child(
         os._exit(_EXIT_SUPERVISOR_ERROR)
 
 
-def _init_process(spec: SandboxSpec, msg_w: int, prepared: Any) -> NoReturn:
+def _init_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:
     try:
         bind = (spec.bind_root, spec.fixed_root) if spec.fixed_root else None
         setup_as_init(spec.masks, spec.stage_dir, loopback=spec.isolate_network, bind=bind)
@@ -368,7 +371,7 @@ def _init_process(spec: SandboxSpec, msg_w: int, prepared: Any) -> NoReturn:
         os._exit(_EXIT_SANDBOX_ERROR)
 
 
-def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Any) -> NoReturn:
+def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:
     try:
         applied = confine_worker(spec.worker)
         send(msg_w, {"type": "sandbox", **applied})
