@@ -19,8 +19,11 @@ to N. Evaluators score the same candidates, side by side in one run, for R round
 
 Correctness (untimed): each distinct candidate's passing tests by scorewright must be the
 passing tests of a fresh pytest run (``-rA``), visible and held-out alike; the script exits 1
-on any difference. It also reports the tests' own run time (the reference's tests, setup to
-teardown, by the parent's clock) to compare the per-candidate cost with.
+on any difference. The same fresh run writes our plugin's ScoreResult, which gives each
+candidate's tests' own run time in one plain pytest process, two ways: the tests alone (the
+sum of pytest's per-test durations, setup to teardown) and the whole in-process session
+(session start to finish: collection, test module and candidate imports, the tests). The
+per-candidate cost is compared with both, as means over the timed candidates.
 """
 
 from __future__ import annotations
@@ -66,12 +69,14 @@ class Task:
         )
 
 
-def fresh_one(task: Task, candidate: Path, report: bool = False) -> str:
+def fresh_one(task: Task, candidate: Path, report: bool = False) -> tuple[str, tuple[float, float]]:
+    """A fresh `python -m pytest` on the candidate: its output, and (with ``report``) its
+    tests' own time and its in-process session's, from our plugin's result file."""
     with tempfile.TemporaryDirectory(prefix="fresh-") as tmp:
         for suite in task.suites():
             shutil.copytree(task.root / suite, Path(tmp) / suite)
         shutil.copyfile(candidate, Path(tmp) / f"{task.module}.py")
-        extra = ["-rA"] if report else []
+        extra = ["-rA", "--scorewright-out", "own.json"] if report else []
         command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *extra]
         done = subprocess.run(
             [*command, *task.suites()],
@@ -81,13 +86,18 @@ def fresh_one(task: Task, candidate: Path, report: bool = False) -> str:
             check=False,
             env={**os.environ, "PYTHONPATH": tmp},
         )
-        return done.stdout
+        own = (0.0, 0.0)
+        if report:
+            result = ScoreResult.from_json((Path(tmp) / "own.json").read_text(encoding="utf-8"))
+            tests = sum(t.duration_s or 0.0 for t in result.tests)
+            own = (tests, float(result.signal("duration_s") or 0.0))
+        return done.stdout, own
 
 
 def fresh(task: Task, candidates: Sequence[Path], workers: int) -> float:
     started = time.perf_counter()
     with ThreadPoolExecutor(max_workers=workers) as pool:
-        list(pool.map(lambda c: fresh_one(task, c), candidates))
+        list(pool.map(lambda c: fresh_one(task, c)[0], candidates))
     return time.perf_counter() - started
 
 
@@ -106,10 +116,14 @@ def _key(nodeid: str) -> str:
     return nodeid.split("/", 1)[-1]
 
 
-def check_correct(task: Task, evaluator: Evaluator, candidates: Sequence[Path]) -> int:
-    wrong = 0
+def check_correct(
+    task: Task, evaluator: Evaluator, candidates: Sequence[Path]
+) -> tuple[int, dict[Path, tuple[float, float]]]:
+    """How many distinct candidates scorewright got wrong, and each one's own times."""
+    wrong, own = 0, {}
     for candidate in sorted(set(candidates)):
-        lines = fresh_one(task, candidate, report=True).splitlines()
+        output, own[candidate] = fresh_one(task, candidate, report=True)
+        lines = output.splitlines()
         fresh_passed = {
             _key(m.group(2))
             for m in map(_SUMMARY_LINE.match, lines)
@@ -124,13 +138,10 @@ def check_correct(task: Task, evaluator: Evaluator, candidates: Sequence[Path]) 
             f"  {'ok   ' if ok else 'WRONG'} {candidate.name}: {len(ours_passed)}/"
             f"{len(result.tests)} passed (fresh pytest: {len(fresh_passed)})"
             + (f"; flagged {flags}" if flags else "")
+            + f"; own time: tests {1000 * own[candidate][0]:.1f} ms, "
+            f"session {1000 * own[candidate][1]:.1f} ms"
         )
-    return wrong
-
-
-def tests_own_time(evaluator: Evaluator, reference: Path) -> float:
-    result: ScoreResult = evaluator.score(reference)
-    return sum(t.duration_s or 0.0 for t in result.tests)
+    return wrong, own
 
 
 def main() -> int:
@@ -159,7 +170,7 @@ def main() -> int:
     )
     with task.evaluator() as ev:
         print("correctness (untimed): scorewright's passing tests against fresh pytest -rA")
-        wrong = check_correct(task, ev, candidates)
+        wrong, own_each = check_correct(task, ev, candidates)
         runs: dict[str, Callable[[], float]] = {
             "fresh-serial": lambda: fresh(task, candidates, 1),
             "fresh-2": lambda: fresh(task, candidates, 2),
@@ -174,11 +185,6 @@ def main() -> int:
         for _ in range(args.rounds):
             for name, run in runs.items():
                 timings[name].append(run())
-        own = (
-            statistics.median(tests_own_time(ev, task.reference) for _ in range(5))
-            if task.reference is not None
-            else None
-        )
     if executor is not None:
         executor.shutdown()
     base = statistics.median(timings["fresh-serial"])
@@ -195,10 +201,12 @@ def main() -> int:
             f"{base / median:9.2f}x {two / median:9.2f}x"
         )
     ours_per = statistics.median(timings["scorewright -j 2"]) / len(candidates)
-    if own:
+    print(f"\nscorewright per candidate (-j 2, wall/N): {1000 * ours_per:.1f} ms")
+    for i, what in enumerate(("tests alone", "in-process session")):
+        mean = statistics.mean(own_each[c][i] for c in candidates)
         print(
-            f"\ntests' own run time: {1000 * own:.1f} ms; scorewright per candidate "
-            f"(-j 2, wall/N): {1000 * ours_per:.1f} ms = {ours_per / own:.2f}x of it"
+            f"  own time, {what} (plain pytest, mean over the timed candidates): "
+            f"{1000 * mean:.1f} ms; per candidate = {ours_per / mean:.2f}x of it"
         )
     distinct = len(set(candidates))
     print(f"results: {distinct - wrong}/{distinct} distinct candidates correct")
