@@ -198,6 +198,36 @@ def test_a_setsid_daemon_does_not_outlive_the_run(evaluator: Evaluator, tmp_path
 
 
 @needs_root_sandbox
+def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
+    task: Path, tmp_path: Path
+) -> None:
+    # The warm parent's job process enters the namespaces itself and forks PID 1; without a
+    # warm parent the caller forks a supervisor that does (supervisor.py). Both must hold.
+    limits = Limits(timeout_s=TIMEOUT_S, memory_mb=512, processes=32, grace_s=1.0)
+    with Evaluator(task / "tests", reference=task / "reference", limits=limits, warm=False) as ev:
+        daemon, _ = score(
+            ev,
+            tmp_path,
+            """
+            import os, time
+            if os.fork() == 0:
+                os.setsid()
+                if os.fork() == 0:
+                    while True:
+                        time.sleep(0.01)
+                os._exit(0)
+            def add(a, b):
+                while True:
+                    pass
+            """,
+        )
+    assert daemon.limits is not None
+    assert daemon.limits["sandbox"]["processes"] == "namespaces"
+    assert daemon.error is not None
+    assert "timed out" in daemon.error
+
+
+@needs_root_sandbox
 def test_a_fork_bomb_is_stopped_by_the_process_limit(evaluator: Evaluator, tmp_path: Path) -> None:
     result, _ = score(
         evaluator,

@@ -11,6 +11,16 @@ When namespaces are unavailable, S instead becomes a child subreaper and W is it
 kills whatever W left behind. Either way the parent owns the clock: at the deadline it kills
 PID 1 (the kernel then kills the whole namespace), or W, and, when a uid was dropped, every
 process of that uid. The parent reads two pipes, messages and output, each bounded.
+
+A parent that exists only for this one run (the warm parent's job process, warm.py) enters
+the namespaces itself and forks PID 1 directly, one process fewer::
+
+    job (trusted; in the new mount/network namespaces, but in the outer PID namespace)
+      └─ I  PID 1: private /proc, masks, loopback; reaps
+           └─ W  worker
+
+It then knows PID 1 without being told, and reaping PID 1 itself is its proof that nothing of
+the run is left (the kernel reaps PID 1 only once its namespace is empty).
 """
 
 from __future__ import annotations
@@ -70,20 +80,33 @@ class ChildOutcome:
     isolation: dict[str, Any] = field(default_factory=dict)
 
 
-def run_sandboxed(spec: SandboxSpec, prepared: Prepared | None = None) -> ChildOutcome:
+def run_sandboxed(
+    spec: SandboxSpec, prepared: Prepared | None = None, *, disposable: bool = False
+) -> ChildOutcome:
     """Run pytest in a sandboxed child and observe it until it ends or the deadline;
     ``prepared`` is pytest's configuration for the spec's command line, parsed (and perhaps
-    its session started) in the warm parent (prepared.py)."""
+    its session started) in the warm parent (prepared.py). ``disposable``: this process
+    exists for this run only and may enter the namespaces itself (see the module docstring).
+    """
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
-    ctl_r, ctl_w = _pipe()
     start = time.monotonic()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
-        _supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
-    for fd in (msg_w, out_w, ctl_w):
-        os.close(fd)
-    outcome = _Watch(spec, pid, start, msg_r, out_r, ctl_r).run()
+    if disposable and spec.use_namespaces and not try_unshare(isolate_network=spec.isolate_network):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
+            _direct_init(spec, msg_w, out_w, prepared)
+        for fd in (msg_w, out_w):
+            os.close(fd)
+        known = {"mode": "namespaces", "init_pid": pid}
+        outcome = _Watch(spec, pid, start, msg_r, out_r, None, known).run()
+    else:
+        ctl_r, ctl_w = _pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
+            _supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
+        for fd in (msg_w, out_w, ctl_w):
+            os.close(fd)
+        outcome = _Watch(spec, pid, start, msg_r, out_r, ctl_r).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
 
@@ -105,20 +128,33 @@ class _Watch:
     """The parent's event loop over the child's pipes and exit."""
 
     def __init__(
-        self, spec: SandboxSpec, pid: int, start: float, msg_r: int, out_r: int, ctl_r: int
+        self,
+        spec: SandboxSpec,
+        pid: int,
+        start: float,
+        msg_r: int,
+        out_r: int,
+        ctl_r: int | None,
+        known: dict[str, Any] | None = None,
     ) -> None:
         self.spec, self.pid, self.start = spec, pid, start
         self.limits = spec.worker.limits
         self.outcome = ChildOutcome()
         self.reader = FrameReader()
         self.control = FrameReader(max_frame=4096, max_total=16384)
-        self.ctl: dict[str, Any] = {}
+        # ``known``: pid is PID 1 itself (no S). Every process of the run is in its
+        # namespace, so no uid sweep is ever needed; and forking a sweep helper from here
+        # would put it inside that namespace, as this process unshared it.
+        self.direct = known is not None
+        self.ctl: dict[str, Any] = dict(known or {})
+        self.sweep_uid = None if self.direct else spec.worker.uid
         self.output = bytearray()
         self.reaped = False
         self.killed_at: float | None = None
         self.sel = selectors.DefaultSelector()
         for fd, kind in ((msg_r, "msg"), (out_r, "out"), (ctl_r, "ctl")):
-            self.sel.register(fd, selectors.EVENT_READ, kind)
+            if fd is not None:
+                self.sel.register(fd, selectors.EVENT_READ, kind)
         self.pidfd: int | None = None
         with contextlib.suppress(AttributeError, OSError):
             self.pidfd = os.pidfd_open(pid)
@@ -208,6 +244,8 @@ class _Watch:
         if pid == 0:
             return
         self.reaped = True
+        if self.direct:  # PID 1 is reaped only once its namespace is empty
+            self.ctl["namespace_empty"] = True
         self.outcome.cpu_s = round(usage.ru_utime + usage.ru_stime, 6)
         self.outcome.max_rss_mb = round(usage.ru_maxrss / 1024, 3)
         code = os.waitstatus_to_exitcode(status)
@@ -238,7 +276,7 @@ class _Watch:
         return bool(self.ctl.get("namespace_empty")) and self.reaped
 
     def _sweep(self) -> None:
-        uid = self.spec.worker.uid
+        uid = self.sweep_uid
         if uid is not None and not self._left_nothing():
             kill_every_process_of(uid)
 
@@ -247,7 +285,7 @@ class _Watch:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(self.pid, signal.SIGKILL)
             self._try_reap(0)
-        uid = self.spec.worker.uid
+        uid = self.sweep_uid
         if uid is not None and not self._left_nothing():
             # kill -1 can miss a process that is being forked at that instant: check, repeat.
             for _ in range(50):
@@ -313,15 +351,29 @@ def _scan_proc(name: str, field: Callable[[bytes], bytes], wanted: bytes) -> lis
 # -- the child side ------------------------------------------------------------------------
 
 
+def _detach(out_w: int, keep: Sequence[int], prepared: Prepared | None) -> None:
+    """The first steps of the parent's child: output to the output pipe, a clean process
+    (only ``keep`` open), a session of its own (no terminal's signals reach the run)."""
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    # A started session's descriptors (on /dev/null) stay where its objects expect them.
+    reset_process(keep_fds=(*keep, *(prepared.fds if prepared else ())))
+    os.setsid()
+
+
+def _direct_init(spec: SandboxSpec, msg_w: int, out_w: int, prepared: Prepared | None) -> NoReturn:
+    try:
+        _detach(out_w, (msg_w,), prepared)
+    except BaseException:
+        os._exit(_EXIT_SUPERVISOR_ERROR)
+    _init_process(spec, msg_w, prepared)
+
+
 def _supervisor_child(
     spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Prepared | None
 ) -> NoReturn:
     try:
-        os.dup2(out_w, 1)
-        os.dup2(out_w, 2)
-        # A started session's descriptors (on /dev/null) stay where its objects expect them.
-        reset_process(keep_fds=(msg_w, ctl_w, *(prepared.fds if prepared else ())))
-        os.setsid()
+        _detach(out_w, (msg_w, ctl_w), prepared)
         why = (
             try_unshare(isolate_network=spec.isolate_network)
             if spec.use_namespaces

@@ -155,7 +155,7 @@ def _start_job(request: dict[str, Any], close: Sequence[int]) -> tuple[int, int]
             for fd in close:  # the caller's pipes: not this job's to hold
                 os.dup2(null, fd)
             os.close(null)
-            outcome = run_sandboxed(spec, config)
+            outcome = run_sandboxed(spec, config, disposable=True)
             _write_all(write_end, json.dumps(dataclasses.asdict(outcome)).encode())
         except BaseException:
             code = 1
