@@ -4,6 +4,8 @@ process-wide state, and the warm parent never imports a suite's conftest.py."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
 from pathlib import Path
 
@@ -334,3 +336,29 @@ def test_other_plugins_are_configured_in_each_run(tmp_path: Path) -> None:
     )
     assert good.signal("pass_rate") == 1.0
     assert bad.signal("pass_rate") == 0.5
+
+
+def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path: Path) -> None:
+    # In a fresh interpreter, like the warm parent: a configure hook that raises midway.
+    (tmp_path / "s.ini").write_text("[pytest]\n", encoding="utf-8")
+    script = textwrap.dedent(
+        f"""
+        from _pytest.config import _prepareconfig
+        from pytest_scorewright.prepared import _open_fds, _process_state, _start
+
+        class Broken:
+            def pytest_configure(self, config):
+                raise RuntimeError("configure fails")
+
+        state, fds = _process_state(), _open_fds()
+        args = [{str(tmp_path)!r}, "-c", {str(tmp_path / "s.ini")!r}]
+        assert _start(_prepareconfig(args, [Broken()])) is None
+        assert _process_state() == state, (_process_state(), state)
+        assert _open_fds() == fds, (_open_fds(), fds)
+        print("restored")
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=False, cwd=tmp_path
+    )
+    assert done.stdout.strip() == "restored", done.stderr

@@ -151,11 +151,14 @@ def prepare(args: Sequence[str], plugins: Sequence[str], invocation_dir: str) ->
         config = _prepareconfig(list(args), [importlib.import_module(p) for p in plugins])
         prepared = Prepared(config)
         if set(plugins) <= STARTABLE_PLUGINS:
-            prepared = _start(config) or prepared
+            # A failed start unconfigures the config, which leaves it unusable for the run.
+            prepared = _start(config)
     except BaseException:  # a usage error, an import error: the child will report it
         return None
     finally:
         os.chdir(previous)
+    if prepared is None:
+        return None
     _prepared[key] = prepared
     while len(_prepared) > _KEEP:
         _, old = _prepared.popitem(last=False)
