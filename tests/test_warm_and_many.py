@@ -65,6 +65,20 @@ def test_the_warm_parent_goes_when_the_evaluator_closes() -> None:
         os.kill(pid, 0)
 
 
+def test_a_prestarted_warm_parent_is_taken_by_the_next_evaluator_with_its_preload() -> None:
+    from pytest_scorewright.warm import _prestarted, prestart
+
+    prestart(["json"])
+    started = _prestarted[("json",)]
+    with Evaluator(TASK / "tests", reference=TASK / "reference") as other:
+        assert other._warm is not started  # another preload: a warm parent of its own
+    with Evaluator(TASK / "tests", reference=TASK / "reference", preload=["json"]) as ev:
+        assert ev._warm is started
+        assert ev.score(TASK / "reference" / "solution.py").signal("pass_rate") == 1.0
+    assert not _prestarted
+    assert started._proc.poll() is not None
+
+
 def test_the_warm_parent_goes_when_its_caller_dies(tmp_path: Path) -> None:
     script = (
         "import os, sys, time\n"

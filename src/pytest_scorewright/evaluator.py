@@ -39,7 +39,7 @@ from pytest_scorewright.rewritten import lay_down, rewritten_suite
 from pytest_scorewright.static_scan import scan_path
 from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
 from pytest_scorewright.verdict import RunVerdict, judge
-from pytest_scorewright.warm import WarmParent
+from pytest_scorewright.warm import WarmParent, take_prestarted
 from pytest_scorewright.workspace import CopyReport, Workspace, require_dir
 
 #: Directories every Python needs to read; the rest of the file system is closed to the
@@ -140,7 +140,7 @@ class Evaluator:
         self.features = features.probe()
         # Every run is forked by the warm parent, a clean single-threaded process; warm=False
         # forks from this process instead (which must then be single-threaded).
-        self._warm = WarmParent(preload) if warm else None
+        self._warm = (take_prestarted(preload) or WarmParent(preload)) if warm else None
         self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
         # Derived once: the interpreter's directories, and what must be unmasked for them.
         self._python_dirs = _python_paths()
@@ -152,10 +152,7 @@ class Evaluator:
         # Once per suite, compiled not run: pytest reads it in each run (rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in (self.tests, self.heldout) if t}
         self._fixed_root, self._unprepared_why = self._fixed_root_if_possible()
-        self.expected_visible = self._collect(self.tests, all_heldout=False)
-        self.expected_heldout = (
-            self._collect(self.heldout, all_heldout=True) if self.heldout else []
-        )
+        self.expected_visible, self.expected_heldout = self._collect_suites()
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
         self.repeats = repeats
@@ -311,9 +308,11 @@ class Evaluator:
         if reference is None:  # pragma: no cover - only called with a reference
             return Baseline(collected_s=None)
         baseline = Baseline(collected_s=None)
-        for suite in self._suites(self.expected_visible, None, with_heldout=True):
+        suites = self._suites(self.expected_visible, None, with_heldout=True)
+        # Each suite with the whole budget, at once through the warm parent.
+        judged, _, _ = self._run_suites(reference, suites, share=self.limits.timeout_s)
+        for suite, (verdict, _) in zip(suites, judged, strict=True):
             name = suite.name
-            (verdict, _), _ = self._judged_run(reference, suite, self.limits.timeout_s)
             failing = [r.nodeid for r in verdict.records if not r.passed]
             odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
             if verdict.error or failing or odd:
@@ -331,13 +330,31 @@ class Evaluator:
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
         return baseline
 
-    def _collect(self, tests: Path, *, all_heldout: bool) -> list[tuple[str, bool]]:
+    def _collect_suites(self) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
+        """The visible and held-out tests' ids (and held-out marks), collected at once."""
+        suites = [(self.tests, False)] + ([(self.heldout, True)] if self.heldout else [])
         with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
             source = self.reference
             if source is None:
                 source = Path(stub_dir, f"{self.module}.py")
                 source.write_text(_STUB, encoding="utf-8")
-            observed, _ = self._run(source, tests, ("--collect-only",), self.limits.timeout_s)
+            launched: list[_Launched] = []
+            try:
+                for tests, _ in suites:
+                    launched.append(
+                        self._launch(source, tests, ("--collect-only",), self.limits.timeout_s)
+                    )
+            finally:
+                observed = _wait_all(launched)
+        found = [
+            self._collected(tests, outcome, all_heldout=all_heldout)
+            for (tests, all_heldout), outcome in zip(suites, observed, strict=True)
+        ]
+        return found[0], found[1] if len(found) > 1 else []
+
+    def _collected(
+        self, tests: Path, observed: ChildOutcome, *, all_heldout: bool
+    ) -> list[tuple[str, bool]]:
         ids: list[tuple[str, bool]] = []
         problems: list[str] = []
         for _, message in observed.messages:

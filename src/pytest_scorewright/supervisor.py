@@ -12,7 +12,7 @@ kills whatever W left behind. Either way the parent owns the clock: at the deadl
 PID 1 (the kernel then kills the whole namespace), or W, and, when a uid was dropped, every
 process of that uid. The parent reads two pipes, messages and output, each bounded.
 
-A parent that exists only for this one run (the warm parent's job process, warm.py) enters
+A parent that exists only for this one run (the warm parent's job process, warm_server.py) enters
 the namespaces itself and forks PID 1 directly, one process fewer::
 
     job (trusted; in the new mount/network namespaces, but in the outer PID namespace)

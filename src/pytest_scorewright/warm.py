@@ -1,194 +1,46 @@
 """The warm parent: one single-threaded process that forks every sandboxed run.
 
-The Evaluator starts it once (``python -m pytest_scorewright.warm``) with an environment
-built from an allow-list, so no fork ever inherits the caller's secrets, its memory, or its
-threads. It imports pytest, pluggy, pytest-timeout and the modules the user preloads, never a
-candidate or a test module, freezes the garbage collector's view of them, and then serves
-requests: for each one it forks a job process that runs :func:`run_sandboxed` (the sandbox
-and deadline logic, unchanged) and sends back what the parent observed. Several jobs run at
-once; the caller's side is thread-safe, so ``score_many`` simply uses threads.
-
-Repeated ``pytest.main`` in one process is wrong (stale modules, nothing collected): only
-forks ever run pytest, and each fork's copy is thrown away.
+The Evaluator starts it once (``python -m pytest_scorewright.warm_server``, warm_server.py)
+with an environment built from an allow-list, so no fork ever inherits the caller's secrets,
+its memory, or its threads. This module is the caller's side; it imports neither pytest nor
+the sandbox code, so that a command line can start the warm parent (:func:`prestart`) while
+it is still importing the rest.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import gc
-import importlib
-import json
 import os
-import selectors
-import signal
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pytest_scorewright.channel import FrameReader, encode_frame
-from pytest_scorewright.child import Watch
-from pytest_scorewright.confine import WorkerPlan
 from pytest_scorewright.errors import ScorewrightError
-from pytest_scorewright.landlock import Policy
-from pytest_scorewright.limits import Limits
-from pytest_scorewright.namespaces import Mask
-from pytest_scorewright.prepared import prepare
-from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
 
-#: Imported once by the warm parent, so no fork imports them again.
-PRELOAD = (
-    "pytest",
-    "_pytest.python",
-    "_pytest.runner",
-    "_pytest.skipping",
-    "_pytest.subtests",
-    "_pytest.unittest",
-    "_pytest.assertion.rewrite",
-    "pluggy",
-    "pytest_timeout",
-    "pytest_scorewright.plugin",
-    "pytest_scorewright.child",
-)
+if TYPE_CHECKING:
+    from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec
 
 #: The only variables the warm parent gets from the caller.
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "COVERAGE_CORE")
-_UNLIMITED = 1 << 62
-
-
-# -- the wire: specs and outcomes as plain JSON -------------------------------------------
+#: Frame limits between the caller and the warm parent: both sides are trusted.
+UNLIMITED = 1 << 62
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
     return dataclasses.asdict(spec)
 
 
-def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
-    worker = dict(data["worker"])
-    policy = worker["landlock_policy"]
-    worker["limits"] = Limits(**worker["limits"])
-    worker["landlock_policy"] = (
-        Policy(tuple(policy["readable"]), tuple(policy["writable"]), policy["deny_tcp"])
-        if policy
-        else None
-    )
-    watch = data["watch"]
-    return SandboxSpec(
-        worker=WorkerPlan(**worker),
-        pytest_args=tuple(data["pytest_args"]),
-        extra_path=tuple(data["extra_path"]),
-        isolate_network=data["isolate_network"],
-        masks=tuple(Mask(m["directory"], tuple(m["keep"])) for m in data["masks"]),
-        stage_dir=data["stage_dir"],
-        use_namespaces=data["use_namespaces"],
-        watch=Watch(watch["candidate_dir"], watch["tests_dir"], tuple(watch["writable"]))
-        if watch
-        else None,
-        plugins=tuple(data["plugins"]),
-        bind_root=data["bind_root"],
-        fixed_root=data["fixed_root"],
-    )
-
-
 def outcome_from_wire(data: dict[str, Any]) -> ChildOutcome:
+    from pytest_scorewright.supervisor import ChildOutcome
+
     data = dict(data)
     data["messages"] = [(float(t), m) for t, m in data["messages"]]
     return ChildOutcome(**data)
-
-
-# -- the server (runs in the warm process) --------------------------------------------------
-
-
-def serve(inp: int, out: int) -> None:
-    """Serve run requests on ``inp`` until it closes; answer on ``out``."""
-    requests = FrameReader(max_frame=_UNLIMITED, max_total=_UNLIMITED)  # the trusted caller
-    sel = selectors.DefaultSelector()
-    sel.register(inp, selectors.EVENT_READ, None)
-    jobs: dict[int, tuple[int, int, bytearray]] = {}  # fd -> (request id, pid, buffer)
-    while True:
-        for key, _ in sel.select():
-            fd = int(key.fd)
-            if key.data is None:
-                data = os.read(inp, 1 << 16)
-                if not data:  # the caller is gone: so are its jobs
-                    for _, pid, _ in jobs.values():
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
-                    return
-                for request in requests.feed(data):
-                    read_end, pid = _start_job(request, (inp, out))
-                    jobs[read_end] = (int(request["id"]), pid, bytearray())
-                    sel.register(read_end, selectors.EVENT_READ, "job")
-                continue
-            chunk = os.read(fd, 1 << 16)
-            request_id, pid, buffer = jobs[fd]
-            if chunk:
-                buffer += chunk
-                continue
-            sel.unregister(fd)
-            os.close(fd)
-            del jobs[fd]
-            os.waitpid(pid, 0)
-            answer: dict[str, Any] = {"type": "done", "id": request_id}
-            try:
-                answer["outcome"] = json.loads(buffer)
-            except ValueError:
-                answer["error"] = "the job process died without an answer"
-            _write_all(out, encode_frame(answer))
-
-
-def _start_job(request: dict[str, Any], close: Sequence[int]) -> tuple[int, int]:
-    spec = spec_from_wire(request["spec"])
-    config = None
-    if spec.fixed_root:  # before the fork: parsed once, shared by every later run
-        config = prepare(spec.pytest_args, spec.plugins, spec.fixed_root)
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the job process
-        code = 0
-        try:
-            os.close(read_end)
-            null = os.open(os.devnull, os.O_RDWR)
-            for fd in close:  # the caller's pipes: not this job's to hold
-                os.dup2(null, fd)
-            os.close(null)
-            outcome = run_sandboxed(spec, config, disposable=True)
-            _write_all(write_end, json.dumps(dataclasses.asdict(outcome)).encode())
-        except BaseException:
-            code = 1
-        finally:
-            os._exit(code)
-    os.close(write_end)
-    return read_end, pid
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    preload = list(argv if argv is not None else sys.argv[1:])
-    from _pytest.config import default_plugins
-
-    # pytest imports its ~30 built-in plugins lazily in every session: here, once, instead
-    # of in every fork (measured: a 12-test run fell from ~110 ms to ~69 ms).
-    builtin = [name if "." in name else f"_pytest.{name}" for name in default_plugins]
-    for name in (*PRELOAD, *builtin, *preload):
-        importlib.import_module(name)
-    # Everything imported so far is shared with every fork; freezing keeps the collector
-    # from touching (and so copying) those pages in the children.
-    gc.collect()
-    gc.freeze()
-    sys.dont_write_bytecode = True
-    inp, out = sys.stdin.fileno(), sys.stdout.fileno()
-    sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - fd 1 carries frames, nothing else
-    serve(inp, out)
-    return 0
 
 
 # -- the caller's side --------------------------------------------------------------------
@@ -210,7 +62,7 @@ class WarmParent:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
         self._proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
-            [sys.executable, "-m", "pytest_scorewright.warm", *preload],
+            [sys.executable, "-m", "pytest_scorewright.warm_server", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
@@ -242,7 +94,7 @@ class WarmParent:
         return future
 
     def _read_answers(self, fd: int) -> None:
-        reader = FrameReader(max_frame=_UNLIMITED, max_total=_UNLIMITED)
+        reader = FrameReader(max_frame=UNLIMITED, max_total=UNLIMITED)
         while True:
             data = os.read(fd, 1 << 16)
             if not data:
@@ -269,5 +121,21 @@ class WarmParent:
             self._proc.wait()
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+_prestarted: dict[tuple[str, ...], WarmParent] = {}
+
+
+def prestart(preload: Sequence[str] = ()) -> None:
+    """Start a warm parent now, for the next Evaluator this process makes with the same
+    ``preload`` (the command line starts one before importing the evaluator: both take
+    ~0.2 s, and on two cores they overlap)."""
+    key = tuple(preload)
+    if key not in _prestarted:
+        _prestarted[key] = WarmParent(preload)
+
+
+def take_prestarted(preload: Sequence[str]) -> WarmParent | None:
+    """The warm parent :func:`prestart` started for ``preload``, if any (once)."""
+    warm = _prestarted.pop(tuple(preload), None)
+    if warm is not None and warm._proc.poll() is not None:  # it died meanwhile
+        return None
+    return warm
