@@ -79,7 +79,11 @@ def test_a_suite_conftest_works_and_is_never_imported_by_the_warm_parent(tmp_pat
     assert not marker.exists()
 
 
-def test_a_conftest_that_adds_options_is_configured_in_every_run(tmp_path: Path) -> None:
+def test_a_conftest_that_adds_options_gets_their_defaults_as_pytest_main_gives(
+    tmp_path: Path,
+) -> None:
+    # Loaded late, during collection: its options and ini keys still get their defaults,
+    # the only values a run can have (the command line and the ini file are ours).
     tests, reference, wrong = _suite(
         tmp_path,
         """
@@ -87,25 +91,37 @@ def test_a_conftest_that_adds_options_is_configured_in_every_run(tmp_path: Path)
 
         def pytest_addoption(parser):
             parser.addoption("--factor", default="2")
+            parser.addini("offset", "added to the factor", default="0")
+
+        def pytest_configure(config):
+            config.addinivalue_line("markers", "slow: a marker registered by the suite")
 
         @pytest.fixture
         def factor(request):
-            return int(request.config.getoption("--factor"))
+            config = request.config
+            return int(config.getoption("--factor")) + int(config.getini("offset"))
         """,
     )
-    assert needs_early_conftest(tests) == f"{tests / 'conftest.py'} defines pytest_addoption"
-    with Evaluator(tests, reference=reference) as ev:
-        good, bad = ev.score(reference), ev.score(wrong)
-    assert _config_mode(good).startswith("parsed in each run: ")
-    assert "pytest_addoption" in _config_mode(good)
+    assert needs_early_conftest(tests) is None
+    with (
+        Evaluator(tests, reference=reference) as started,
+        Evaluator(tests, reference=reference, env={"PYTEST_ADDOPTS": ""}) as per_run,
+    ):
+        results = [(ev.score(reference), ev.score(wrong)) for ev in (started, per_run)]
+    (good, bad), (good_per_run, bad_per_run) = results
+    assert _config_mode(good) == PREPARED
+    assert _config_mode(good_per_run).startswith("parsed in each run: ")
     assert good.signal("pass_rate") == 1.0
     assert bad.signal("pass_rate") == 0.5
+    assert _summary(good) == _summary(good_per_run)
+    assert _summary(bad) == _summary(bad_per_run)
 
 
 @pytest.mark.parametrize(
     "source",
     [
         "pytest_plugins = ['pytester']\n",
+        "def pytest_addhooks(pluginmanager):\n    pass\n",
         "def pytest_sessionstart(session):\n    pass\n",
         "from somewhere import pytest_collection\n",
         "try:\n    import x\nexcept ImportError:\n    pytest_plugins = []\n",

@@ -45,11 +45,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-#: Hooks that act before a late-loaded conftest.py could take part.
+#: Hooks that act before a late-loaded conftest.py could take part. Not
+#: ``pytest_addoption``: an option or ini key added late still gets its default (pytest sets
+#: it on registration), and its default is all a run ever sees, since the command line and
+#: the (empty) ini file are the Evaluator's own and ``PYTEST_*`` variables send every run
+#: through ``pytest.main``.
 EARLY_HOOKS = frozenset(
     {
         "pytest_plugins",
-        "pytest_addoption",
         "pytest_addhooks",
         "pytest_load_initial_conftests",
         "pytest_cmdline_parse",
