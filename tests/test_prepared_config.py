@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.prepared import needs_early_conftest
+from pytest_scorewright.prepared import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.result import ScoreResult
 
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
@@ -132,6 +132,69 @@ def test_early_conftest_uses_are_recognised(tmp_path: Path, source: str) -> None
     (tmp_path / "testing").mkdir()
     (tmp_path / "testing" / "conftest.py").write_text(source, encoding="utf-8")
     assert needs_early_conftest(tmp_path) is not None
+
+
+def test_a_conftest_with_early_hooks_is_loaded_by_each_run_before_configuring(
+    tmp_path: Path,
+) -> None:
+    marker = tmp_path / "imported-outside-the-sandbox"
+    tests, reference, wrong = _suite(
+        tmp_path,
+        f"""
+        import pytest
+
+        pytest_plugins = ["_pytest.pytester"]
+        STARTED = []
+
+        try:  # succeeds only where nothing confines it: the warm parent
+            open({str(marker)!r}, "w").close()
+        except OSError:
+            pass
+
+        def pytest_sessionstart(session):
+            STARTED.append(session)
+
+        @pytest.fixture
+        def factor(request):
+            assert request.config.pluginmanager.has_plugin("_pytest.pytester")
+            assert STARTED == [request.session]
+            return 2
+        """,
+    )
+    assert needs_parsing_in_run(tests) is None
+    with (
+        Evaluator(tests, reference=reference) as early,
+        Evaluator(tests, reference=reference, env={"PYTEST_ADDOPTS": ""}) as per_run,
+    ):
+        results = [(ev.score(reference), ev.score(wrong)) for ev in (early, per_run)]
+    (good, bad), (good_per_run, bad_per_run) = results
+    assert _config_mode(good) == (
+        f"parsed once, in the warm parent; configured in each run: {tests / 'conftest.py'} "
+        "defines pytest_plugins, so each run loads it before configuring"
+    )
+    assert _config_mode(good_per_run).startswith("parsed in each run: ")
+    assert good.signal("pass_rate") == 1.0
+    assert bad.signal("pass_rate") == 0.5
+    assert _summary(good) == _summary(good_per_run)
+    assert _summary(bad) == _summary(bad_per_run)
+    assert not marker.exists()
+
+
+def test_a_conftest_hook_that_acts_while_pytest_parses_sends_runs_through_pytest_main(
+    tmp_path: Path,
+) -> None:
+    tests, reference, _ = _suite(
+        tmp_path,
+        "import pytest\n\n"
+        "def pytest_load_initial_conftests(early_config, parser, args):\n    pass\n\n"
+        "@pytest.fixture\ndef factor():\n    return 2\n",
+    )
+    why = needs_parsing_in_run(tests)
+    assert why == f"{tests / 'conftest.py'} defines pytest_load_initial_conftests"
+    with Evaluator(tests, reference=reference) as ev:
+        good = ev.score(reference)
+    assert _config_mode(good) == f"parsed in each run: {why}, which pytest needs while it parses"
+    assert good.signal("pass_rate") == 1.0
 
 
 def test_ordinary_conftest_hooks_do_not_need_early_loading(tmp_path: Path) -> None:

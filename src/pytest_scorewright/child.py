@@ -23,7 +23,7 @@ from pytest_scorewright.anchors import ANCHOR_SINK
 from pytest_scorewright.channel import send
 from pytest_scorewright.monitor import Monitor, arm, skipped_by_candidate
 from pytest_scorewright.outcomes import reduce_report
-from pytest_scorewright.prepared import Prepared, adopt, resume
+from pytest_scorewright.prepared import Prepared, adopt, load_initial_conftests, resume
 from pytest_scorewright.result import bound_message
 
 #: Exit codes of the child process itself (not pytest's), read by the parent.
@@ -148,6 +148,8 @@ def run_pytest(
     watch: Watch | None = None,
     plugins: Sequence[str] = (),
     prepared: Prepared | None = None,
+    *,
+    early_conftests: bool = False,
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
@@ -155,7 +157,8 @@ def run_pytest(
     and handed to pytest as objects: ``-p name`` would make pytest scan every installed
     distribution's entry points for that name, ~5 ms a plugin. ``prepared`` is the
     configuration the warm parent parsed for ``args`` and ``plugins``, perhaps with its
-    session started (prepared.py): the run continues from there instead of parsing again.
+    session started (prepared.py): the run continues from there instead of parsing again,
+    loading the suite's initial conftest.py first if ``early_conftests``.
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -178,6 +181,8 @@ def run_pytest(
             if prepared.session is not None:
                 resume(prepared)
             else:
+                if early_conftests:
+                    load_initial_conftests(prepared)
                 prepared.config.hook.pytest_cmdline_main(config=prepared.config)
         _flush_std_streams()
         code = EXIT_OK

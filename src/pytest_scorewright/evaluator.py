@@ -33,7 +33,11 @@ from pytest_scorewright.landlock import Policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.measure import build_result
 from pytest_scorewright.namespaces import masks_for
-from pytest_scorewright.prepared import STARTABLE_PLUGINS, needs_early_conftest
+from pytest_scorewright.prepared import (
+    STARTABLE_PLUGINS,
+    needs_early_conftest,
+    needs_parsing_in_run,
+)
 from pytest_scorewright.result import ScoreResult, Signal
 from pytest_scorewright.rewritten import lay_down, rewritten_suite
 from pytest_scorewright.static_scan import scan_path
@@ -152,6 +156,8 @@ class Evaluator:
         # Once per suite, compiled not run: pytest reads it in each run (rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in (self.tests, self.heldout) if t}
         self._fixed_root, self._unprepared_why = self._fixed_root_if_possible()
+        # Suites whose initial conftest.py each run must load before configuring.
+        self._early = {t: needs_early_conftest(t) for t in (self.tests, self.heldout) if t}
         self.expected_visible, self.expected_heldout = self._collect_suites()
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
@@ -406,6 +412,8 @@ class Evaluator:
             if uid is not None:
                 _hand_over(workspace, uid)
             spec = self._spec(workspace, uid, tuple(extra_args), timeout_s, select)
+            if self._early.get(tests):
+                spec = dataclasses.replace(spec, early_conftests=True)
             if self._warm is not None:
                 return _Launched(workspace, self._warm.submit(spec))
             done: Future[ChildOutcome] = Future()
@@ -424,9 +432,9 @@ class Evaluator:
         if any(name.startswith("PYTEST") for name in self.env):
             return None, "env sets PYTEST_* variables, read by pytest in the run"
         suites = [t for t in (self.tests, self.heldout) if t is not None]
-        early = [why for why in map(needs_early_conftest, suites) if why]
-        if early:
-            return None, f"{early[0]}, which pytest needs before configuring"
+        at_parse = [why for why in map(needs_parsing_in_run, suites) if why]
+        if at_parse:
+            return None, f"{at_parse[0]}, which pytest needs while it parses"
         root = Path(tempfile.mkdtemp(prefix="scorewright-fixed-", dir=self.workdir))
         os.chmod(root, 0o755)  # noqa: S103 - a mount point; the run's own dir covers it
         (root / _INI).write_text(_INI_TEXT, encoding="utf-8")  # read by the warm parent
@@ -504,6 +512,12 @@ class Evaluator:
         if how == "started":
             return "parsed and session started once, in the warm parent"
         if how == "parsed":
+            early = self._early.get(self.tests)
+            if early:
+                return (
+                    f"parsed once, in the warm parent; configured in each run: {early}, "
+                    "so each run loads it before configuring"
+                )
             others = sorted(set(self.plugins) - STARTABLE_PLUGINS)
             return f"parsed once, in the warm parent; configured in each run: plugins {others}"
         return f"parsed in each run: {self._unprepared_why}"

@@ -12,10 +12,13 @@ where one exists. Each run's PID 1 bind-mounts that run's own work dir on the fi
 inside its private mount namespace, so the parsed paths are right in the child and the
 suite's conftest.py files are loaded during collection instead.
 
-That is the same run only if no conftest.py that pytest would load before configuring
-(``conftest.py`` in the tests directory or in a ``test*`` directory below it) needs to be
-loaded that early; :func:`needs_early_conftest` checks, and such suites are configured by
-``pytest.main`` in every run, as are runs without namespaces. This relies on
+A conftest.py that pytest would load before configuring (``conftest.py`` in the tests
+directory or in a ``test*`` directory below it) may need to be loaded that early
+(:func:`needs_early_conftest`): then the run loads it itself, before configuring, as pytest
+does while parsing (:func:`load_initial_conftests`), and the session is not started in the
+warm parent. Suites whose initial conftest.py acts while pytest parses its command line
+(:func:`needs_parsing_in_run`) are configured by ``pytest.main`` in every run, as are runs
+without namespaces. This relies on
 ``_pytest.config._prepareconfig``; where a pytest version lacks it, every run is configured
 the ordinary way.
 
@@ -93,22 +96,44 @@ class Prepared:
 _prepared: OrderedDict[tuple[str, ...], Prepared] = OrderedDict()
 
 
+#: Early hooks that act while pytest parses its command line: a conftest.py using one must
+#: be loaded by pytest.main itself, in each run.
+PARSE_HOOKS = frozenset(
+    {"pytest_load_initial_conftests", "pytest_cmdline_parse", "pytest_cmdline_preparse"}
+)
+
+
 def needs_early_conftest(tests: Path) -> str | None:
-    """Why the suite in ``tests`` must be configured by ``pytest.main`` in each run (a
-    conftest.py pytest loads before configuring that uses it), or None."""
+    """Why the suite in ``tests`` needs its initial conftest.py loaded before pytest
+    configures (it uses an early hook), or None."""
+    return next((why for why, _ in _early_uses(tests)), None)
+
+
+def needs_parsing_in_run(tests: Path) -> str | None:
+    """Why the suite in ``tests`` must be configured by ``pytest.main`` in each run (an
+    initial conftest.py uses a hook that acts while pytest parses, or cannot be read)."""
+    return next((why for why, at_parse in _early_uses(tests) if at_parse), None)
+
+
+def _early_uses(tests: Path) -> list[tuple[str, bool]]:
+    """Each early hook an initial conftest.py uses: (why, whether it acts while parsing)."""
     initial = [tests / "conftest.py"]
     initial += [d / "conftest.py" for d in sorted(tests.glob("test*")) if d.is_dir()]
+    found: list[tuple[str, bool]] = []
     for path in initial:
         if not path.is_file():
             continue
         try:
             tree = ast.parse(path.read_bytes(), filename=str(path))
         except (SyntaxError, ValueError, OSError):
-            return f"{path} could not be parsed"
-        for name in _top_level_names(tree):
-            if name in EARLY_HOOKS:
-                return f"{path} defines {name}"
-    return None
+            found.append((f"{path} could not be parsed", True))
+            continue
+        found += [
+            (f"{path} defines {name}", name in PARSE_HOOKS)
+            for name in _top_level_names(tree)
+            if name in EARLY_HOOKS
+        ]
+    return found
 
 
 def _top_level_names(tree: ast.Module) -> list[str]:
@@ -117,7 +142,7 @@ def _top_level_names(tree: ast.Module) -> list[str]:
     names: list[str] = []
     pending: list[ast.stmt] = list(tree.body)
     while pending:
-        node = pending.pop()
+        node = pending.pop(0)  # source order, so the first early hook is named
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
             names.append(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
@@ -135,11 +160,14 @@ def _top_level_names(tree: ast.Module) -> list[str]:
     return names
 
 
-def prepare(args: Sequence[str], plugins: Sequence[str], invocation_dir: str) -> Prepared | None:
-    """This command line's configuration (cached), parsed and, where the plugins allow it,
-    with its session started; or None when it cannot be prepared here (the child then runs
-    ``pytest.main``, which reports any problem)."""
-    key = (*args, "\0", *plugins)
+def prepare(
+    args: Sequence[str], plugins: Sequence[str], invocation_dir: str, *, start: bool = True
+) -> Prepared | None:
+    """This command line's configuration (cached), parsed and, where the plugins allow it
+    and ``start`` is true, with its session started; or None when it cannot be prepared here
+    (the child then runs ``pytest.main``, which reports any problem). ``start`` is false
+    when the run must load the suite's initial conftest.py before configuring."""
+    key = (*args, "\0", *plugins, "\0", str(start))
     prepared = _prepared.get(key)
     if prepared is not None:
         _prepared.move_to_end(key)
@@ -153,7 +181,7 @@ def prepare(args: Sequence[str], plugins: Sequence[str], invocation_dir: str) ->
         os.chdir(invocation_dir)
         config = _prepareconfig(list(args), [importlib.import_module(p) for p in plugins])
         prepared = Prepared(config)
-        if set(plugins) <= STARTABLE_PLUGINS:
+        if start and set(plugins) <= STARTABLE_PLUGINS:
             # A failed start unconfigures the config, which leaves it unusable for the run.
             prepared = _start(config)
     except BaseException:  # a usage error, an import error: the child will report it
@@ -270,6 +298,13 @@ def adopt(prepared: Prepared | None) -> None:
     if terminal is not None:
         terminal._tw = create_terminal_writer(config, sys.stdout)
         terminal._screen_width = terminal._tw.fullwidth
+
+
+def load_initial_conftests(prepared: Prepared) -> None:
+    """In the child, before configuring: load the suite's initial conftest.py files, as
+    pytest does while it parses (the warm parent parsed with the work dir still empty)."""
+    config = prepared.config
+    config.pytest_load_initial_conftests(early_config=config)
 
 
 def resume(prepared: Prepared) -> None:

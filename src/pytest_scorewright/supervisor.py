@@ -61,6 +61,8 @@ class SandboxSpec:
     #: ``fixed_root``, the path every other path of the spec names (prepared.py).
     bind_root: str = ""
     fixed_root: str = ""
+    #: The suite's initial conftest.py must be loaded before configuring (prepared.py).
+    early_conftests: bool = False
 
 
 @dataclass
@@ -431,7 +433,15 @@ def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) ->
         with contextlib.suppress(BaseException):
             send(msg_w, {"type": "sandbox_error", "reason": f"confinement: {exc}"})
         os._exit(_EXIT_SANDBOX_ERROR)
-    run_pytest(msg_w, spec.pytest_args, spec.extra_path, spec.watch, spec.plugins, prepared)
+    run_pytest(
+        msg_w,
+        spec.pytest_args,
+        spec.extra_path,
+        spec.watch,
+        spec.plugins,
+        prepared,
+        early_conftests=spec.early_conftests,
+    )
 
 
 def _reap_until(worker: int) -> int:

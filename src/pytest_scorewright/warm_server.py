@@ -74,6 +74,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         plugins=tuple(data["plugins"]),
         bind_root=data["bind_root"],
         fixed_root=data["fixed_root"],
+        early_conftests=data["early_conftests"],
     )
 
 
@@ -119,7 +120,9 @@ def _start_job(request: dict[str, Any], close: Sequence[int]) -> tuple[int, int]
     spec = spec_from_wire(request["spec"])
     config = None
     if spec.fixed_root:  # before the fork: parsed once, shared by every later run
-        config = prepare(spec.pytest_args, spec.plugins, spec.fixed_root)
+        config = prepare(
+            spec.pytest_args, spec.plugins, spec.fixed_root, start=not spec.early_conftests
+        )
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the job process
