@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.evaluator import _UID_BASE, Evaluator
 
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
 CANDIDATES = sorted((TASK / "candidates").glob("honest_*.py"))[:4]
@@ -79,30 +81,74 @@ def test_a_prestarted_warm_parent_is_taken_by_the_next_evaluator_with_its_preloa
     assert started._proc.poll() is not None
 
 
-def test_the_warm_parent_goes_when_its_caller_dies(tmp_path: Path) -> None:
+def test_when_the_caller_is_killed_its_runs_warm_parent_and_directories_go(
+    tmp_path: Path,
+) -> None:
+    hang = tmp_path / "hang.py"
+    hang.write_text(
+        "def is_prime(n):\n    while True:\n        pass\n\n"
+        "def gcd(a, b):\n    return 0\n\ndef fib(n):\n    return 0\n",
+        encoding="utf-8",
+    )
+    # A work dir the sandbox uids can reach (tmp_path's parents are private to root).
+    work = Path(tempfile.mkdtemp(prefix="sw-killed-caller-"))
+    os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+    try:
+        _kill_the_caller_mid_run(hang, work)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _kill_the_caller_mid_run(hang: Path, work: Path) -> None:
     script = (
         "import os, sys, time\n"
         "from pytest_scorewright.evaluator import Evaluator\n"
-        f"ev = Evaluator({str(TASK / 'tests')!r}, reference={str(TASK / 'reference')!r})\n"
+        "from pytest_scorewright.limits import Limits\n"
+        f"ev = Evaluator({str(TASK / 'tests')!r}, heldout={str(TASK / 'heldout')!r}, "
+        f"reference={str(TASK / 'reference')!r}, limits=Limits(timeout_s=120, cpu_s=120), "
+        f"workdir={str(work)!r})\n"
         "print(ev._warm._proc.pid, flush=True)\n"
-        "time.sleep(60)\n"
+        f"ev.score({str(hang)!r})\n"
     )
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert caller.stdout is not None
     warm_pid = int(caller.stdout.readline())
+    uids = range(_UID_BASE + (caller.pid % 4096) * 256, _UID_BASE + (caller.pid % 4096 + 1) * 256)
+    deadline = time.monotonic() + 20
+    while not _processes_of(uids) and time.monotonic() < deadline:
+        time.sleep(0.05)  # until both runs spin in their sandboxes
+    assert _processes_of(uids), "the runs never started"
     caller.send_signal(signal.SIGKILL)
     caller.wait()
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and Path(f"/proc/{warm_pid}").exists():
-        state = Path(f"/proc/{warm_pid}/stat").read_text().split(")")[-1].split()[0]
-        if state == "Z":
-            break
+    while time.monotonic() < deadline and (
+        _state(warm_pid) not in ("gone", "Z") or bool(_processes_of(uids)) or any(work.iterdir())
+    ):
         time.sleep(0.05)
-    alive = Path(f"/proc/{warm_pid}").exists()
-    state = (
-        Path(f"/proc/{warm_pid}/stat").read_text().split(")")[-1].split()[0] if alive else "gone"
-    )
-    assert state in ("gone", "Z"), state
+    assert _state(warm_pid) in ("gone", "Z")
+    assert _processes_of(uids) == []  # PID 1 of each run died with its job
+    assert list(work.iterdir()) == []  # run work dirs and the fixed root, removed
+
+
+def _state(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except OSError:
+        return "gone"
+
+
+def _processes_of(uids: range) -> list[int]:
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
+            if int(uid) in uids:
+                found.append(int(entry))
+    return found
 
 
 def test_score_many_cli_writes_one_result_per_candidate_and_a_summary(tmp_path: Path) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
+import select
 import selectors
 import signal
 import time
@@ -365,16 +366,31 @@ def _detach(out_w: int, keep: Sequence[int], prepared: Prepared | None) -> None:
 
 def _direct_init(spec: SandboxSpec, msg_w: int, out_w: int, prepared: Prepared | None) -> NoReturn:
     try:
+        _die_with_parent(msg_w)
         _detach(out_w, (msg_w,), prepared)
     except BaseException:
         os._exit(_EXIT_SUPERVISOR_ERROR)
     _init_process(spec, msg_w, prepared)
 
 
+def _die_with_parent(msg_w: int) -> None:
+    """SIGKILL this process when the trusted parent dies (say, its caller was killed and
+    the warm parent killed its jobs): for PID 1 that ends the whole namespace, so no run
+    outlives its watcher. Then make sure the parent did not die before that was set: its
+    read end of the message pipe is the only one, so a write end with no reader means it
+    is gone (getppid() cannot tell, as it is 0 across a PID namespace)."""
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    poller = select.poll()
+    poller.register(msg_w, select.POLLOUT)
+    if any(events & select.POLLERR for _, events in poller.poll(0)):
+        os._exit(_EXIT_SUPERVISOR_ERROR)
+
+
 def _supervisor_child(
     spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Prepared | None
 ) -> NoReturn:
     try:
+        _die_with_parent(msg_w)
         _detach(out_w, (msg_w, ctl_w), prepared)
         why = (
             try_unshare(isolate_network=spec.isolate_network)
@@ -385,6 +401,7 @@ def _supervisor_child(
             init = os.fork()
             if init == 0:
                 os.close(ctl_w)
+                _die_with_parent(msg_w)  # S's death, like the parent's, ends the namespace
                 _init_process(spec, msg_w, prepared)
             send(ctl_w, {"type": "ctl", "mode": "namespaces", "init_pid": init})
             os.close(msg_w)
@@ -397,6 +414,7 @@ def _supervisor_child(
         worker = os.fork()
         if worker == 0:
             os.close(ctl_w)
+            _die_with_parent(msg_w)  # best effort here: the candidate could clear it
             _worker_process(spec, msg_w, None)  # no mount namespace: no fixed path
         send(ctl_w, {"type": "ctl", "mode": "subreaper", "worker_pid": worker, "why": why})
         os.close(ctl_w)

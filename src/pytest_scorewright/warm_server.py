@@ -19,6 +19,7 @@ import importlib
 import json
 import os
 import selectors
+import shutil
 import signal
 import sys
 from collections.abc import Sequence
@@ -84,19 +85,22 @@ def serve(inp: int, out: int) -> None:
     sel = selectors.DefaultSelector()
     sel.register(inp, selectors.EVENT_READ, None)
     jobs: dict[int, tuple[int, int, bytearray]] = {}  # fd -> (request id, pid, buffer)
+    dirs: dict[int, str] = {}  # fd -> the run's work dir, the caller's to remove
+    fixed_roots: set[str] = set()
     while True:
         for key, _ in sel.select():
             fd = int(key.fd)
             if key.data is None:
                 data = os.read(inp, 1 << 16)
-                if not data:  # the caller is gone: so are its jobs
-                    for _, pid, _ in jobs.values():
-                        with contextlib.suppress(ProcessLookupError):
-                            os.kill(pid, signal.SIGKILL)
+                if not data:
+                    _caller_gone(jobs, dirs, fixed_roots)
                     return
                 for request in requests.feed(data):
-                    read_end, pid = _start_job(request, (inp, out))
+                    spec = spec_from_wire(request["spec"])
+                    read_end, pid = _start_job(spec, (inp, out))
                     jobs[read_end] = (int(request["id"]), pid, bytearray())
+                    dirs[read_end] = os.path.dirname(spec.stage_dir)
+                    fixed_roots.add(spec.fixed_root)
                     sel.register(read_end, selectors.EVENT_READ, "job")
                 continue
             chunk = os.read(fd, 1 << 16)
@@ -106,7 +110,7 @@ def serve(inp: int, out: int) -> None:
                 continue
             sel.unregister(fd)
             os.close(fd)
-            del jobs[fd]
+            del jobs[fd], dirs[fd]
             os.waitpid(pid, 0)
             answer: dict[str, Any] = {"type": "done", "id": request_id}
             try:
@@ -116,8 +120,24 @@ def serve(inp: int, out: int) -> None:
             _write_all(out, encode_frame(answer))
 
 
-def _start_job(request: dict[str, Any], close: Sequence[int]) -> tuple[int, int]:
-    spec = spec_from_wire(request["spec"])
+def _caller_gone(
+    jobs: dict[int, tuple[int, int, bytearray]], dirs: dict[int, str], fixed_roots: set[str]
+) -> None:
+    """The caller closed its end: it is done, or it was killed. Its runs in flight go (each
+    run's PID 1 dies with its job, and the kernel ends its namespace), and so do the
+    directories a killed caller could not remove: the runs' work dirs and the fixed roots."""
+    for _, pid, _ in jobs.values():
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+    for _, pid, _ in jobs.values():
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+    for path in (*dirs.values(), *fixed_roots):
+        if path:
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def _start_job(spec: SandboxSpec, close: Sequence[int]) -> tuple[int, int]:
     config = None
     if spec.fixed_root:  # before the fork: parsed once, shared by every later run
         config = prepare(
