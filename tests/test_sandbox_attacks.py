@@ -203,7 +203,9 @@ def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
 ) -> None:
     # The warm parent's job process enters the namespaces itself and forks PID 1; without a
     # warm parent the caller forks a supervisor that does (supervisor.py). Both must hold.
-    limits = Limits(timeout_s=TIMEOUT_S, memory_mb=512, processes=32, grace_s=1.0)
+    # memory_mb counts the forking process's address space too: here that of this test
+    # process, which may be large (many libraries loaded by the time the test runs).
+    limits = Limits(timeout_s=TIMEOUT_S, memory_mb=8192, processes=32, grace_s=1.0)
     with Evaluator(task / "tests", reference=task / "reference", limits=limits, warm=False) as ev:
         daemon, _ = score(
             ev,

@@ -120,6 +120,7 @@ def _kill_the_caller_mid_run(hang: Path, work: Path) -> None:
     assert _processes_of(uids), "the runs never started"
     caller.send_signal(signal.SIGKILL)
     caller.wait()
+    caller.stdout.close()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
         _state(warm_pid) not in ("gone", "Z") or bool(_processes_of(uids)) or any(work.iterdir())

@@ -119,6 +119,10 @@ class WarmParent:
         except subprocess.TimeoutExpired:
             self._proc.kill()
             self._proc.wait()
+        # The process is gone, so the reader sees the end of its output and stops.
+        self._reader.join(timeout=10)
+        if self._proc.stdout is not None and not self._reader.is_alive():
+            self._proc.stdout.close()
 
 
 _prestarted: dict[tuple[str, ...], WarmParent] = {}
