@@ -519,7 +519,8 @@ class Evaluator:
                     "so each run loads it before configuring"
                 )
             others = sorted(set(self.plugins) - STARTABLE_PLUGINS)
-            return f"parsed once, in the warm parent; configured in each run: plugins {others}"
+            why = f"plugins {others}" if others else "this pytest's internals differ (prepared.py)"
+            return f"parsed once, in the warm parent; configured in each run: {why}"
         return f"parsed in each run: {self._unprepared_why}"
 
     def _readable_paths(self, ws: Workspace) -> tuple[str, ...]:

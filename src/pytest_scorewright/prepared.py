@@ -181,7 +181,7 @@ def prepare(
         os.chdir(invocation_dir)
         config = _prepareconfig(list(args), [importlib.import_module(p) for p in plugins])
         prepared = Prepared(config)
-        if start and set(plugins) <= STARTABLE_PLUGINS:
+        if start and set(plugins) <= STARTABLE_PLUGINS and _resumable():
             # A failed start unconfigures the config, which leaves it unusable for the run.
             prepared = _start(config)
     except BaseException:  # a usage error, an import error: the child will report it
@@ -223,12 +223,35 @@ def _start(config: Any) -> Prepared | None:
         session = None
     finally:
         _set_process_state(before)  # the next configuration starts from the same state
-    if session is None or threading.active_count() != threads or not all(map(_on_devnull, fds)):
+    terminal = config.pluginmanager.get_plugin("terminalreporter")
+    if (
+        session is None
+        or threading.active_count() != threads
+        or not all(map(_on_devnull, fds))
+        or (terminal is not None and not hasattr(terminal, "_tw"))
+    ):
         with contextlib.suppress(BaseException):
             config._ensure_unconfigure()
         _set_process_state(before)
         return None
     return Prepared(config, session, state, fds)
+
+
+def _resumable() -> bool:
+    """Whether this pytest has the internals :func:`adopt` and :func:`resume` rely on (all
+    of pytest 9); if not, runs parse in the warm parent and configure themselves."""
+    try:
+        from _pytest.config import Config, create_terminal_writer  # noqa: F401
+        from _pytest.faulthandler import fault_handler_stderr_fd_key  # noqa: F401
+        from _pytest.main import Session
+        from _pytest.mark.structures import MARK_GEN
+    except ImportError:
+        return False
+    return (
+        isinstance(Session.__dict__.get("from_config"), classmethod)
+        and callable(getattr(Config, "_do_configure", None))
+        and hasattr(MARK_GEN, "_config")
+    )
 
 
 def _process_state() -> tuple[Any, ...]:
