@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_scorewright.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.prepared import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.result import ScoreResult
 
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"

@@ -27,17 +27,14 @@ from pytest_scorewright import features
 from pytest_scorewright.anchors import Anchor
 from pytest_scorewright.child import Watch
 from pytest_scorewright.confine import BASE_ENV, WorkerPlan
+from pytest_scorewright.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.integrity import Baseline, assess, repeat_reasons
 from pytest_scorewright.landlock import Policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.measure import build_result
 from pytest_scorewright.namespaces import masks_for
-from pytest_scorewright.prepared import (
-    STARTABLE_PLUGINS,
-    needs_early_conftest,
-    needs_parsing_in_run,
-)
+from pytest_scorewright.prepared import STARTABLE_PLUGINS
 from pytest_scorewright.result import ScoreResult, Signal
 from pytest_scorewright.rewritten import lay_down, rewritten_suite
 from pytest_scorewright.static_scan import scan_path
