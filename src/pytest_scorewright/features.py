@@ -32,7 +32,7 @@ def probe() -> Features:
 
 def _probe_namespaces() -> str | None:
     # unshare in a throwaway child: the answer depends on privileges, seccomp and AppArmor.
-    if threading.active_count() > 1:
+    if _threads() > 1:
         # Never fork a multi-threaded process (a Dask worker, say): ask a fresh interpreter.
         done = subprocess.run(
             [sys.executable, "-m", "pytest_scorewright.features"],
@@ -52,6 +52,15 @@ def _probe_namespaces() -> str | None:
         answer = fh.read().decode(errors="replace")
     os.waitpid(pid, 0)
     return answer or None
+
+
+def _threads() -> int:
+    """The process's threads, as the kernel counts them: threads that ``threading`` does not
+    know of (started by C code) make a fork just as unsafe."""
+    try:
+        return len(os.listdir("/proc/self/task"))
+    except OSError:
+        return threading.active_count()
 
 
 if __name__ == "__main__":
