@@ -1,13 +1,16 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import jsonschema
 import pytest
 
+from pytest_scorewright.evaluator import _UID_BASE
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.schema import schema
 
@@ -68,3 +71,22 @@ def run_scored(pytester: pytest.Pytester) -> RunScored:
         return ScoredRun(result, data)
 
     return run
+
+
+def sandbox_processes(caller_pid: int) -> list[int]:
+    """Processes running as one of the sandbox uids that an Evaluator in process
+    ``caller_pid`` hands out (read from /proc/<pid>/status: a non-dumpable process's /proc
+    directory belongs to root). Other processes' sandboxes, say a second test run on the
+    machine, are not counted."""
+    low = _UID_BASE + (caller_pid % 4096) * 256
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                status = Path(f"/proc/{entry}/status").read_text()
+            except OSError:
+                continue
+            uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
+            if low <= int(uid) < low + 256:
+                found.append(int(entry))
+    return found

@@ -79,6 +79,21 @@ def test_a_suite_conftest_works_and_is_never_imported_by_the_warm_parent(tmp_pat
     assert not marker.exists()
 
 
+def _scored_both_ways(tests: Path, reference: Path, wrong: Path) -> tuple[ScoreResult, ScoreResult]:
+    """The reference and the wrong candidate, scored from the warm parent's configuration;
+    checks that pytest.main in each run (which any PYTEST_* variable forces) agrees."""
+    with (
+        Evaluator(tests, reference=reference) as prepared,
+        Evaluator(tests, reference=reference, env={"PYTEST_ADDOPTS": ""}) as per_run,
+    ):
+        results = [(ev.score(reference), ev.score(wrong)) for ev in (prepared, per_run)]
+    (good, bad), (good_per_run, bad_per_run) = results
+    assert _config_mode(good_per_run).startswith("parsed in each run: ")
+    assert _summary(good) == _summary(good_per_run)
+    assert _summary(bad) == _summary(bad_per_run)
+    return good, bad
+
+
 def test_a_conftest_that_adds_options_gets_their_defaults_as_pytest_main_gives(
     tmp_path: Path,
 ) -> None:
@@ -103,18 +118,10 @@ def test_a_conftest_that_adds_options_gets_their_defaults_as_pytest_main_gives(
         """,
     )
     assert needs_early_conftest(tests) is None
-    with (
-        Evaluator(tests, reference=reference) as started,
-        Evaluator(tests, reference=reference, env={"PYTEST_ADDOPTS": ""}) as per_run,
-    ):
-        results = [(ev.score(reference), ev.score(wrong)) for ev in (started, per_run)]
-    (good, bad), (good_per_run, bad_per_run) = results
+    good, bad = _scored_both_ways(tests, reference, wrong)
     assert _config_mode(good) == PREPARED
-    assert _config_mode(good_per_run).startswith("parsed in each run: ")
     assert good.signal("pass_rate") == 1.0
     assert bad.signal("pass_rate") == 0.5
-    assert _summary(good) == _summary(good_per_run)
-    assert _summary(bad) == _summary(bad_per_run)
 
 
 @pytest.mark.parametrize(
@@ -162,21 +169,13 @@ def test_a_conftest_with_early_hooks_is_loaded_by_each_run_before_configuring(
         """,
     )
     assert needs_parsing_in_run(tests) is None
-    with (
-        Evaluator(tests, reference=reference) as early,
-        Evaluator(tests, reference=reference, env={"PYTEST_ADDOPTS": ""}) as per_run,
-    ):
-        results = [(ev.score(reference), ev.score(wrong)) for ev in (early, per_run)]
-    (good, bad), (good_per_run, bad_per_run) = results
+    good, bad = _scored_both_ways(tests, reference, wrong)
     assert _config_mode(good) == (
         f"parsed once, in the warm parent; configured in each run: {tests / 'conftest.py'} "
         "defines pytest_plugins, so each run loads it before configuring"
     )
-    assert _config_mode(good_per_run).startswith("parsed in each run: ")
     assert good.signal("pass_rate") == 1.0
     assert bad.signal("pass_rate") == 0.5
-    assert _summary(good) == _summary(good_per_run)
-    assert _summary(bad) == _summary(bad_per_run)
     assert not marker.exists()
 
 

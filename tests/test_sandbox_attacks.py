@@ -18,11 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright import evaluator as evaluator_module
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.features import probe
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
+from tests.conftest import sandbox_processes
 
 SECRET = "sw-secret-5f1c9e"  # noqa: S105 - a canary, not a credential
 
@@ -97,27 +97,9 @@ def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResul
     assert result.signal("pass_rate") != 1.0, "a wrong candidate got a full pass"
     # The whole call keeps to the budget (grace included); 3 s for fork, copies and the result.
     assert elapsed < TIMEOUT_S + 3, elapsed
-    left = _sandbox_processes()
+    left = sandbox_processes(os.getpid())
     assert left == [], f"a candidate process outlived score(): {_describe(left)}"
     return result, elapsed
-
-
-def _sandbox_processes() -> list[int]:
-    """Processes running as one of the sandbox uids this test process hands out (read from
-    /proc/<pid>/status: a non-dumpable process's /proc directory belongs to root). Other
-    processes' sandboxes, say a second test run on the machine, are not ours to count."""
-    low = evaluator_module._UID_BASE + (os.getpid() % 4096) * 256
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                status = Path(f"/proc/{entry}/status").read_text()
-            except OSError:
-                continue
-            uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
-            if low <= int(uid) < low + 256:
-                found.append(int(entry))
-    return found
 
 
 def _describe(pids: list[int]) -> list[str]:
@@ -177,23 +159,21 @@ def test_sleep_with_sigterm_ignored_is_killed_at_the_deadline(
     assert "timed out" in result.error
 
 
+# Detaches a grandchild into a session of its own that never ends.
+DAEMON = """
+import os, time
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        while True:
+            time.sleep(0.01)
+    os._exit(0)
+"""
+
+
 @needs_root_sandbox
 def test_a_setsid_daemon_does_not_outlive_the_run(evaluator: Evaluator, tmp_path: Path) -> None:
-    result, _ = score(
-        evaluator,
-        tmp_path,
-        """
-        import os, time
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                while True:
-                    time.sleep(0.01)
-            os._exit(0)
-        def add(a, b):
-            return a - b
-        """,
-    )
+    result, _ = score(evaluator, tmp_path, DAEMON + "def add(a, b):\n    return a - b\n")
     assert outcomes(result)["test_small"] == "failed"
 
 
@@ -207,22 +187,7 @@ def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
     # process, which may be large (many libraries loaded by the time the test runs).
     limits = Limits(timeout_s=TIMEOUT_S, memory_mb=8192, processes=32, grace_s=1.0)
     with Evaluator(task / "tests", reference=task / "reference", limits=limits, warm=False) as ev:
-        daemon, _ = score(
-            ev,
-            tmp_path,
-            """
-            import os, time
-            if os.fork() == 0:
-                os.setsid()
-                if os.fork() == 0:
-                    while True:
-                        time.sleep(0.01)
-                os._exit(0)
-            def add(a, b):
-                while True:
-                    pass
-            """,
-        )
+        daemon, _ = score(ev, tmp_path, DAEMON + "def add(a, b):\n    while True:\n        pass\n")
     assert daemon.limits is not None
     assert daemon.limits["sandbox"]["processes"] == "namespaces"
     assert daemon.error is not None
@@ -640,4 +605,4 @@ def test_honest_multiprocessing_works_on_a_private_dev_shm(
     result = evaluator.score(candidate)
     assert result.signal("pass_rate") == 1.0, [(t.nodeid, t.message) for t in result.tests]
     assert not result.integrity.flagged, result.integrity.reasons
-    assert _sandbox_processes() == []
+    assert sandbox_processes(os.getpid()) == []

@@ -14,7 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.evaluator import _UID_BASE, Evaluator
+from pytest_scorewright.evaluator import Evaluator
+from tests.conftest import sandbox_processes
 
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
 CANDIDATES = sorted((TASK / "candidates").glob("honest_*.py"))[:4]
@@ -113,21 +114,22 @@ def _kill_the_caller_mid_run(hang: Path, work: Path) -> None:
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert caller.stdout is not None
     warm_pid = int(caller.stdout.readline())
-    uids = range(_UID_BASE + (caller.pid % 4096) * 256, _UID_BASE + (caller.pid % 4096 + 1) * 256)
     deadline = time.monotonic() + 20
-    while not _processes_of(uids) and time.monotonic() < deadline:
+    while not sandbox_processes(caller.pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # until both runs spin in their sandboxes
-    assert _processes_of(uids), "the runs never started"
+    assert sandbox_processes(caller.pid), "the runs never started"
     caller.send_signal(signal.SIGKILL)
     caller.wait()
     caller.stdout.close()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
-        _state(warm_pid) not in ("gone", "Z") or bool(_processes_of(uids)) or any(work.iterdir())
+        _state(warm_pid) not in ("gone", "Z")
+        or bool(sandbox_processes(caller.pid))
+        or any(work.iterdir())
     ):
         time.sleep(0.05)
     assert _state(warm_pid) in ("gone", "Z")
-    assert _processes_of(uids) == []  # PID 1 of each run died with its job
+    assert sandbox_processes(caller.pid) == []  # PID 1 of each run died with its job
     assert list(work.iterdir()) == []  # run work dirs and the fixed root, removed
 
 
@@ -136,20 +138,6 @@ def _state(pid: int) -> str:
         return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
     except OSError:
         return "gone"
-
-
-def _processes_of(uids: range) -> list[int]:
-    found = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                status = Path(f"/proc/{entry}/status").read_text()
-            except OSError:
-                continue
-            uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
-            if int(uid) in uids:
-                found.append(int(entry))
-    return found
 
 
 def test_score_many_cli_writes_one_result_per_candidate_and_a_summary(tmp_path: Path) -> None:
