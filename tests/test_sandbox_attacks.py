@@ -291,15 +291,25 @@ def test_a_segfault_is_a_crash_not_a_pass(evaluator: Evaluator, tmp_path: Path) 
     result, _ = score(
         evaluator,
         tmp_path,
-        "import ctypes\ndef add(a, b):\n    return ctypes.string_at(0)\n",
+        # faulthandler's dump of 100 frames of a long-named function is longer than the output
+        # the result keeps, as a short dump is where the install path is long (CI's was).
+        "import ctypes\n"
+        f"def {'deep' * 50}(depth):\n"
+        f"    return {'deep' * 50}(depth - 1) if depth else ctypes.string_at(0)\n"
+        f"def add(a, b):\n"
+        f"    return {'deep' * 50}(150)\n",
     )
     assert result.error is not None
     assert "SIGSEGV" in result.error
     assert outcomes(result)["test_small"] == "error"
     assert outcomes(result)["test_negative"] == "not_run"
     # pytest's faulthandler writes to this run's output (the session may have been started
-    # in the warm parent, whose stderr is /dev/null: prepared.py re-points it).
-    assert "Fatal Python error: Segmentation fault" in result.extra["output"]
+    # in the warm parent, whose stderr is /dev/null: prepared.py re-points it), and the
+    # result keeps the start of the output, where the dump begins, as well as its end.
+    output = result.extra["output"]
+    assert output.startswith("Fatal Python error: Segmentation fault")
+    assert "characters left out] …" in output
+    assert "most recent call first" in output
 
 
 def test_raising_its_own_limits_is_refused(evaluator: Evaluator, tmp_path: Path) -> None:

@@ -558,7 +558,7 @@ class Evaluator:
             counts_known=True,
             extra_signals=extra_signals,
             fail_closed=self.fail_closed,
-            extra={"candidate": str(candidate), "output": _tail(observed[0].output)},
+            extra={"candidate": str(candidate), "output": excerpt(observed[0].output)},
         )
         return result
 
@@ -708,5 +708,11 @@ def _hand_over(ws: Workspace, uid: int) -> None:
             os.chmod(os.path.join(dirpath, name), 0o644)
 
 
-def _tail(text: str, limit: int = 4096) -> str:
-    return text if len(text) <= limit else "…" + text[-limit:]
+def excerpt(text: str, head: int = 2048, tail: int = 6144) -> str:
+    """The run's output for the result: its start and its end. The start holds what a crash
+    prints first (faulthandler's "Fatal Python error", a conftest's import error); the end holds
+    pytest's summary. A deep stack between them is what gets cut, and the cut says its size."""
+    if len(text) <= head + tail:
+        return text
+    left_out = len(text) - head - tail
+    return f"{text[:head]}\n… [{left_out} characters left out] …\n{text[-tail:]}"
