@@ -37,7 +37,7 @@ _WATCHED: tuple[tuple[str, str, str], ...] = (
     ("_pytest.timing", "", "perf_counter"),
     ("_pytest.runner", "", "call_and_report"),
     ("_pytest.runner", "", "runtestprotocol"),
-    ("_pytest.runner", "", "call_runtest_hook"),
+    ("_pytest.runner", "", "pytest_runtest_makereport"),
     ("_pytest.runner", "", "check_interactive_exception"),
     ("_pytest.reports", "TestReport", "from_item_and_call"),
     ("_pytest.reports", "TestReport", "__init__"),
