@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.anchors import NotPlain, encode, make_anchor, matches
+from pytest_scorewright.child.anchors import NotPlain, encode, make_anchor, matches
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.result import ScoreResult
 
@@ -143,7 +143,7 @@ def test_silencing_the_anchor_fails_the_test(evaluator: Evaluator, tmp_path: Pat
         evaluator,
         tmp_path,
         """
-        from pytest_scorewright import anchors
+        from pytest_scorewright.child import anchors
         anchors.Scorewright.expect = lambda self, value, **kw: None
 
         def sort_desc(items):

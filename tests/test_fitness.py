@@ -11,8 +11,8 @@ import pytest
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fitness import Fitness, config_from_pyproject, cost_metrics, parse_pairs
-from pytest_scorewright.measure import build_result
 from pytest_scorewright.result import Reason, ScoreResult, TestRecord
+from pytest_scorewright.results.measure import build_result
 
 
 def _result(passed: int, failed: int, *, duration: float = 2.0, flag: bool = False) -> ScoreResult:

@@ -6,7 +6,7 @@ import importlib
 
 import pytest
 
-from pytest_scorewright import monitor
+from pytest_scorewright.child import monitor
 
 
 @pytest.mark.parametrize("watched", monitor._WATCHED, ids=lambda w: ".".join(p for p in w if p))

@@ -10,8 +10,8 @@ from typing import ClassVar
 
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.leaderboard import page, rank, table
-from pytest_scorewright.measure import build_result
 from pytest_scorewright.result import Reason, ScoreResult, TestRecord
+from pytest_scorewright.results.measure import build_result
 
 
 def _result(passed: int, total: int, *, flagged: bool = False, seconds: float = 1.0) -> ScoreResult:

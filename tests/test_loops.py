@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.loops import extract_code, verifiers_reward
+from pytest_scorewright.shinka import extract_code, verifiers_reward
 
 TASK = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
 
@@ -44,7 +44,7 @@ def test_scorewright_shinka_writes_metrics_and_correct(tmp_path: Path) -> None:
 def test_an_evaluate_py_for_shinka_is_two_lines(tmp_path: Path) -> None:
     evaluate = tmp_path / "evaluate.py"
     evaluate.write_text(
-        "from pytest_scorewright.loops import shinka_main\n"
+        "from pytest_scorewright.shinka import shinka_main\n"
         f"shinka_main(tests={str(TASK / 'tests')!r}, reference={str(TASK / 'reference')!r})\n"
     )
     broken = tmp_path / "broken.py"

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.measure import build_result
 from pytest_scorewright.openevolve import artifacts, to_metrics
 from pytest_scorewright.result import ScoreResult, TestRecord
+from pytest_scorewright.results.measure import build_result
 
 openevolve_config = pytest.importorskip("openevolve.config")
 openevolve_evaluator = pytest.importorskip("openevolve.evaluator")

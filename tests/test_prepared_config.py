@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
 
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
 PREPARED = "parsed and session started once, in the warm parent"
@@ -265,7 +265,7 @@ def test_a_candidate_that_reaches_for_pytest_through_gc_is_flagged_either_way() 
 def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path: Path) -> None:
     from _pytest.assertion.rewrite import _read_pyc
 
-    from pytest_scorewright.rewritten import lay_down, rewritten_suite
+    from pytest_scorewright.warm.rewritten import lay_down, rewritten_suite
 
     tests, reference, wrong = _suite(
         tmp_path, "import pytest\n\n@pytest.fixture\ndef factor():\n    return 2\n"
@@ -422,7 +422,7 @@ def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path
     script = textwrap.dedent(
         f"""
         from _pytest.config import _prepareconfig
-        from pytest_scorewright.prepared import _open_fds, _process_state, _start
+        from pytest_scorewright.warm.prepared import _open_fds, _process_state, _start
 
         class Broken:
             def pytest_configure(self, config):

@@ -11,8 +11,8 @@ import jsonschema
 import pytest
 
 from pytest_scorewright import ResultFormatError, ScoreResult
-from pytest_scorewright.measure import build_result
 from pytest_scorewright.result import TestRecord, write_atomic
+from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.schema import schema
 from tests.conftest import validate
 

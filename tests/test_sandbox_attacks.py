@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.features import probe
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox.features import probe
 from tests.conftest import sandbox_processes
 
 SECRET = "sw-secret-5f1c9e"  # noqa: S105 - a canary, not a credential

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.features import probe
 from pytest_scorewright.limits import Limits
+from pytest_scorewright.sandbox.features import probe
 
 TESTS = "from solution import add\n\ndef test_small():\n    assert add(1, 2) == 3\n"
 MARKER = "sw-orphan-7q"

@@ -6,7 +6,7 @@ import textwrap
 
 import pytest
 
-from pytest_scorewright.static_scan import scan_source, to_reasons
+from pytest_scorewright.integrity.static_scan import scan_source, to_reasons
 
 
 def codes(source: str) -> set[str]:

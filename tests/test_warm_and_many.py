@@ -69,7 +69,7 @@ def test_the_warm_parent_goes_when_the_evaluator_closes() -> None:
 
 
 def test_a_prestarted_warm_parent_is_taken_by_the_next_evaluator_with_its_preload() -> None:
-    from pytest_scorewright.warm import _prestarted, prestart
+    from pytest_scorewright.warm.parent import _prestarted, prestart
 
     prestart(["json"])
     started = _prestarted[("json",)]

@@ -17,8 +17,8 @@ from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import ConfigError, ScorewrightError
 from pytest_scorewright.fitness import Fitness, config_from_pyproject, parse_pairs, with_fitness
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
+from pytest_scorewright.results.summary import summary_lines
 from pytest_scorewright.schema import schema_text
-from pytest_scorewright.summary import summary_lines
 
 if TYPE_CHECKING:
     from pytest_scorewright.evaluator import Evaluator
@@ -56,7 +56,7 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
 
 def _start_warm_parent() -> None:
     # Before the evaluator's modules import: the two take ~0.2 s each and overlap.
-    from pytest_scorewright.warm import prestart
+    from pytest_scorewright.warm.parent import prestart
 
     prestart()
 
@@ -262,7 +262,7 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser(
         "shinka", help="Score a program for ShinkaEvolve: writes metrics.json and correct.json"
     )
-    from pytest_scorewright.loops import add_shinka_arguments, run_shinka
+    from pytest_scorewright.shinka import add_shinka_arguments, run_shinka
 
     add_shinka_arguments(p)
     p.set_defaults(func=run_shinka)

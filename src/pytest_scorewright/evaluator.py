@@ -23,25 +23,25 @@ from concurrent.futures import FIRST_COMPLETED, Executor, Future, ThreadPoolExec
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pytest_scorewright import features
-from pytest_scorewright.anchors import Anchor
-from pytest_scorewright.child import Watch
-from pytest_scorewright.confine import BASE_ENV, WorkerPlan
-from pytest_scorewright.early_hooks import needs_early_conftest, needs_parsing_in_run
+from pytest_scorewright.child.anchors import Anchor
+from pytest_scorewright.child.confine import BASE_ENV, WorkerPlan
+from pytest_scorewright.child.landlock import Policy
+from pytest_scorewright.child.namespaces import masks_for
+from pytest_scorewright.child.runner import Watch
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.integrity import Baseline, assess, repeat_reasons
-from pytest_scorewright.landlock import Policy
+from pytest_scorewright.integrity.reasons import Baseline, assess, repeat_reasons
+from pytest_scorewright.integrity.static_scan import scan_path
+from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.measure import build_result
-from pytest_scorewright.namespaces import masks_for
-from pytest_scorewright.prepared import STARTABLE_PLUGINS
 from pytest_scorewright.result import ScoreResult, Signal
-from pytest_scorewright.rewritten import lay_down, rewritten_suite
-from pytest_scorewright.static_scan import scan_path
-from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
-from pytest_scorewright.verdict import RunVerdict, judge
-from pytest_scorewright.warm import WarmParent, take_prestarted
-from pytest_scorewright.workspace import CopyReport, Workspace, require_dir
+from pytest_scorewright.results.measure import build_result
+from pytest_scorewright.sandbox import features
+from pytest_scorewright.sandbox.supervisor import ChildOutcome, SandboxSpec, run_sandboxed
+from pytest_scorewright.sandbox.workspace import CopyReport, Workspace, require_dir
+from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
+from pytest_scorewright.warm.parent import WarmParent, take_prestarted
+from pytest_scorewright.warm.prepared import STARTABLE_PLUGINS
+from pytest_scorewright.warm.rewritten import lay_down, rewritten_suite
 
 #: Directories every Python needs to read; the rest of the file system is closed to the
 #: child where Landlock is available.

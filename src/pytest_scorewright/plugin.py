@@ -7,14 +7,14 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_scorewright import hooks
-from pytest_scorewright.anchors import Scorewright
-from pytest_scorewright.collector import ScoreCollector
+from pytest_scorewright.child.anchors import Scorewright
 from pytest_scorewright.errors import OutputPathError
+from pytest_scorewright.pluginmode.collector import ScoreCollector
+from pytest_scorewright.pluginmode.settings import PluginSettings, add_options
 from pytest_scorewright.result import check_writable
-from pytest_scorewright.settings import PluginSettings, add_options
 
 if TYPE_CHECKING:
-    from pytest_scorewright.coverage_session import CoverageSession
+    from pytest_scorewright.pluginmode.coverage_session import CoverageSession
 
 HELDOUT_MARKER = (
     "heldout: a held-out test, scored apart from the visible tests to measure divergence "
@@ -41,7 +41,7 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     settings = PluginSettings.from_config(early_config, early_config.known_args_namespace)
     if settings.cov_sources:
         # Imported here: coverage costs ~35 ms to import, paid only when asked for.
-        from pytest_scorewright.coverage_session import CoverageSession
+        from pytest_scorewright.pluginmode.coverage_session import CoverageSession
 
         session = CoverageSession(settings.cov_sources, branch=settings.cov_branch)
         session.start()

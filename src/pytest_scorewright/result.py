@@ -117,7 +117,7 @@ class CollectionError:
 
 @dataclass(frozen=True)
 class ScoreResult:
-    """A scored test run. Build one with :func:`pytest_scorewright.measure.build_result`."""
+    """A scored test run. Build one with :func:`pytest_scorewright.results.measure.build_result`."""
 
     ok: bool
     error: str | None

@@ -4,7 +4,7 @@ ShinkaEvolve runs ``evaluate.py --program_path P --results_dir D`` and reads
 ``D/metrics.json`` (``combined_score``, ``public``, ``private``, ``text_feedback``) and
 ``D/correct.json`` (``correct``, ``error``). An evaluate.py is two lines::
 
-    from pytest_scorewright.loops import shinka_main
+    from pytest_scorewright.shinka import shinka_main
     shinka_main(tests="tests", heldout="heldout", reference="reference")
 
 (or ``scorewright shinka --program_path P --results_dir D --tests T ...``). Held-out figures go

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from pytest_scorewright.channel import send
+from pytest_scorewright.sandbox.channel import send
 
 # Attributes whose identity must not change while candidate code runs.
 _WATCHED: tuple[tuple[str, str, str], ...] = (
@@ -43,9 +43,9 @@ _WATCHED: tuple[tuple[str, str, str], ...] = (
     ("_pytest.reports", "TestReport", "__init__"),
     ("_pytest.python", "Function", "runtest"),
     ("_pytest.skipping", "", "pytest_runtest_makereport"),
-    ("pytest_scorewright.child", "ChildReporter", "pytest_runtest_logreport"),
-    ("pytest_scorewright.outcomes", "", "reduce_report"),
-    ("pytest_scorewright.channel", "", "send"),
+    ("pytest_scorewright.child.runner", "ChildReporter", "pytest_runtest_logreport"),
+    ("pytest_scorewright.results.outcomes", "", "reduce_report"),
+    ("pytest_scorewright.sandbox.channel", "", "send"),
 )
 
 _PROTECTED_PREFIXES = ("_pytest", "pytest", "pluggy", "pytest_scorewright", "time")

@@ -17,10 +17,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_scorewright.anchors import Anchor, matches
-from pytest_scorewright.outcomes import OutcomeTracker, PhaseReport
+from pytest_scorewright.child.anchors import Anchor, matches
 from pytest_scorewright.result import CollectionError, Reason, TestRecord, bound_message
-from pytest_scorewright.supervisor import ChildOutcome
+from pytest_scorewright.results.outcomes import OutcomeTracker, PhaseReport
+from pytest_scorewright.sandbox.supervisor import ChildOutcome
 
 _WHEN = ("setup", "call", "teardown")
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,40}")

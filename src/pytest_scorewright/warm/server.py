@@ -1,6 +1,6 @@
-"""The warm parent's own process (``python -m pytest_scorewright.warm_server``).
+"""The warm parent's own process (``python -m pytest_scorewright.warm.server``).
 
-Started by :class:`~pytest_scorewright.warm.WarmParent`. It imports pytest, pluggy,
+Started by :class:`~pytest_scorewright.warm.parent.WarmParent`. It imports pytest, pluggy,
 pytest-timeout and the modules the user preloads, never a candidate or a test module, freezes
 the garbage collector's view of them, and then serves requests: for each one it forks a job
 process that runs :func:`run_sandboxed` (the sandbox and deadline logic) and sends back what
@@ -25,15 +25,15 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_scorewright.channel import FrameReader, encode_frame
-from pytest_scorewright.child import Watch
-from pytest_scorewright.confine import WorkerPlan
-from pytest_scorewright.landlock import Policy
+from pytest_scorewright.child.confine import WorkerPlan
+from pytest_scorewright.child.landlock import Policy
+from pytest_scorewright.child.namespaces import Mask
+from pytest_scorewright.child.runner import Watch
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.namespaces import Mask
-from pytest_scorewright.prepared import prepare
-from pytest_scorewright.supervisor import SandboxSpec, run_sandboxed
-from pytest_scorewright.warm import UNLIMITED
+from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
+from pytest_scorewright.sandbox.supervisor import SandboxSpec, run_sandboxed
+from pytest_scorewright.warm.parent import UNLIMITED
+from pytest_scorewright.warm.prepared import prepare
 
 #: Imported once by the warm parent, so no fork imports them again.
 PRELOAD = (
@@ -47,7 +47,7 @@ PRELOAD = (
     "pluggy",
     "pytest_timeout",
     "pytest_scorewright.plugin",
-    "pytest_scorewright.child",
+    "pytest_scorewright.child.runner",
 )
 
 

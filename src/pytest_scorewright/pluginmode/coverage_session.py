@@ -18,7 +18,7 @@ from pathlib import Path
 import coverage
 from coverage.exceptions import CoverageException
 
-from pytest_scorewright.measure import CoverageFigures
+from pytest_scorewright.results.measure import CoverageFigures
 
 
 class CoverageSession:

@@ -36,12 +36,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NoReturn
 
-from pytest_scorewright import linux
-from pytest_scorewright.channel import FrameReader, send
-from pytest_scorewright.child import Watch, run_pytest
-from pytest_scorewright.confine import WorkerPlan, confine_worker, reset_process
-from pytest_scorewright.namespaces import Mask, setup_as_init, try_unshare
-from pytest_scorewright.prepared import Prepared
+from pytest_scorewright.child import linux
+from pytest_scorewright.child.confine import WorkerPlan, confine_worker, reset_process
+from pytest_scorewright.child.namespaces import Mask, setup_as_init, try_unshare
+from pytest_scorewright.child.runner import Watch, run_pytest
+from pytest_scorewright.sandbox.channel import FrameReader, send
+from pytest_scorewright.warm.prepared import Prepared
 
 _EXIT_SANDBOX_ERROR = 72
 _EXIT_SUPERVISOR_ERROR = 71

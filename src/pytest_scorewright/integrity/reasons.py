@@ -12,8 +12,8 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_scorewright.integrity.verdict import RunTiming, RunVerdict
 from pytest_scorewright.result import Reason, TestRecord
-from pytest_scorewright.verdict import RunTiming, RunVerdict
 
 # Held-out divergence (visible pass rate minus held-out pass rate). Honest partial solutions in
 # our corpus and in the threat catalogue diverge by up to 0.45 (100% visible vs 55% held-out);

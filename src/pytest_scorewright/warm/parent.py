@@ -1,6 +1,6 @@
 """The warm parent: one single-threaded process that forks every sandboxed run.
 
-The Evaluator starts it once (``python -m pytest_scorewright.warm_server``, warm_server.py)
+The Evaluator starts it once (``python -m pytest_scorewright.warm.server``, warm_server.py)
 with an environment built from an allow-list, so no fork ever inherits the caller's secrets,
 its memory, or its threads. This module is the caller's side; it imports neither pytest nor
 the sandbox code, so that a command line can start the warm parent (:func:`prestart`) while
@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING, Any
 
-from pytest_scorewright.channel import FrameReader, encode_frame
 from pytest_scorewright.errors import ScorewrightError
+from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
 
 if TYPE_CHECKING:
-    from pytest_scorewright.supervisor import ChildOutcome, SandboxSpec
+    from pytest_scorewright.sandbox.supervisor import ChildOutcome, SandboxSpec
 
 #: The only variables the warm parent gets from the caller.
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "COVERAGE_CORE")
@@ -36,7 +36,7 @@ def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
 
 
 def outcome_from_wire(data: dict[str, Any]) -> ChildOutcome:
-    from pytest_scorewright.supervisor import ChildOutcome
+    from pytest_scorewright.sandbox.supervisor import ChildOutcome
 
     data = dict(data)
     data["messages"] = [(float(t), m) for t, m in data["messages"]]
@@ -62,7 +62,7 @@ class WarmParent:
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
         self._proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
-            [sys.executable, "-m", "pytest_scorewright.warm_server", *preload],
+            [sys.executable, "-m", "pytest_scorewright.warm.server", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

@@ -19,12 +19,12 @@ from typing import NoReturn
 
 import pytest
 
-from pytest_scorewright.anchors import ANCHOR_SINK
-from pytest_scorewright.channel import send
-from pytest_scorewright.monitor import Monitor, arm, skipped_by_candidate
-from pytest_scorewright.outcomes import reduce_report
-from pytest_scorewright.prepared import Prepared, adopt, load_initial_conftests, resume
+from pytest_scorewright.child.anchors import ANCHOR_SINK
+from pytest_scorewright.child.monitor import Monitor, arm, skipped_by_candidate
 from pytest_scorewright.result import bound_message
+from pytest_scorewright.results.outcomes import reduce_report
+from pytest_scorewright.sandbox.channel import send
+from pytest_scorewright.warm.prepared import Prepared, adopt, load_initial_conftests, resume
 
 #: Exit codes of the child process itself (not pytest's), read by the parent.
 EXIT_OK = 0

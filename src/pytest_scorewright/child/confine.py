@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_scorewright import landlock, linux
+from pytest_scorewright.child import landlock, linux
 from pytest_scorewright.limits import Limits
 
 #: Environment variables the child gets, whatever the parent has; others come only from the

@@ -14,16 +14,16 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_scorewright.errors import OutputPathError
-from pytest_scorewright.measure import build_result
-from pytest_scorewright.outcomes import HELDOUT_ATTR, OutcomeTracker, reduce_report
+from pytest_scorewright.pluginmode.settings import PluginSettings
 from pytest_scorewright.result import CollectionError, ScoreResult, bound_message
-from pytest_scorewright.settings import PluginSettings
+from pytest_scorewright.results.measure import build_result
+from pytest_scorewright.results.outcomes import HELDOUT_ATTR, OutcomeTracker, reduce_report
 
 if TYPE_CHECKING:
     from collections.abc import Generator
     from pathlib import Path
 
-    from pytest_scorewright.coverage_session import CoverageSession
+    from pytest_scorewright.pluginmode.coverage_session import CoverageSession
 
 HELDOUT_KEY = pytest.StashKey[bool]()
 _WORKER_HELDOUT = "scorewright_heldout"
@@ -166,7 +166,7 @@ class ScoreCollector:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.result is None:
             return
-        from pytest_scorewright.summary import summary_lines
+        from pytest_scorewright.results.summary import summary_lines
 
         for line in summary_lines(self.result, self.out, self.write_error):
             terminalreporter.write_line(line)

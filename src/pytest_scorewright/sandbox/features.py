@@ -9,8 +9,8 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from pytest_scorewright import landlock
-from pytest_scorewright.namespaces import try_unshare
+from pytest_scorewright.child import landlock
+from pytest_scorewright.child.namespaces import try_unshare
 
 
 @dataclass(frozen=True)
@@ -35,7 +35,7 @@ def _probe_namespaces() -> str | None:
     if _threads() > 1:
         # Never fork a multi-threaded process (a Dask worker, say): ask a fresh interpreter.
         done = subprocess.run(
-            [sys.executable, "-m", "pytest_scorewright.features"],
+            [sys.executable, "-m", "pytest_scorewright.sandbox.features"],
             capture_output=True,
             text=True,
             check=False,
