@@ -10,8 +10,8 @@ from typing import Any
 import jsonschema
 import pytest
 
-from pytest_scorewright.evaluator import _UID_BASE
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox.plan import UID_BASE
 from pytest_scorewright.schema import schema
 
 pytest_plugins = ["pytester"]
@@ -78,7 +78,7 @@ def sandbox_processes(caller_pid: int) -> list[int]:
     ``caller_pid`` hands out (read from /proc/<pid>/status: a non-dumpable process's /proc
     directory belongs to root). Other processes' sandboxes, say a second test run on the
     machine, are not counted."""
-    low = _UID_BASE + (caller_pid % 4096) * 256
+    low = UID_BASE + (caller_pid % 4096) * 256
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.child.anchors import NotPlain, encode, make_anchor, matches
+from pytest_scorewright.child.anchors import NotPlain, encode, make_anchor
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.integrity.anchors import matches
 from pytest_scorewright.result import ScoreResult
 
 TESTS = """

@@ -9,7 +9,7 @@ import pytest
 from pytest_scorewright.child import monitor
 
 
-@pytest.mark.parametrize("watched", monitor._WATCHED, ids=lambda w: ".".join(p for p in w if p))
+@pytest.mark.parametrize("watched", monitor.watched(), ids=lambda w: ".".join(p for p in w if p))
 def test_every_identity_the_monitor_snapshots_resolves(watched: tuple[str, str, str]) -> None:
     # The monitor names what it watches; a module moved or renamed would silently leave an
     # identity unchecked (the snapshot skips what it cannot find).

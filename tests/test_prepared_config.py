@@ -293,7 +293,10 @@ def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path:
         forged = rewritten_suite(other)
         real_hash = next(v for k, v in made.items() if "test_double" in k)[8:16]
         key = next(k for k in forged if "test_double" in k)
-        ev._rewritten[tests] = {**made, key: forged[key][:8] + real_hash + forged[key][16:]}
+        ev._planner._rewritten[tests] = {
+            **made,
+            key: forged[key][:8] + real_hash + forged[key][16:],
+        }
         assert ev.score(wrong).signal("pass_rate") == 1.0
 
 
@@ -422,16 +425,17 @@ def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path
     script = textwrap.dedent(
         f"""
         from _pytest.config import _prepareconfig
-        from pytest_scorewright.warm.prepared import _open_fds, _process_state, _start
+        from pytest_scorewright.child.resume import process_state
+        from pytest_scorewright.warm.prepared import _open_fds, _start
 
         class Broken:
             def pytest_configure(self, config):
                 raise RuntimeError("configure fails")
 
-        state, fds = _process_state(), _open_fds()
+        state, fds = process_state(), _open_fds()
         args = [{str(tmp_path)!r}, "-c", {str(tmp_path / "s.ini")!r}]
         assert _start(_prepareconfig(args, [Broken()])) is None
-        assert _process_state() == state, (_process_state(), state)
+        assert process_state() == state, (process_state(), state)
         assert _open_fds() == fds, (_open_fds(), fds)
         print("restored")
         """

@@ -79,7 +79,7 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 def _cmd_score_many(args: argparse.Namespace) -> int:
     _start_warm_parent()
-    from pytest_scorewright.evaluator import require_candidate
+    from pytest_scorewright.sandbox.workspace import require_candidate
 
     out_dir = Path(args.out_dir)
     paths = [require_candidate(c, "candidate") for c in args.candidates]

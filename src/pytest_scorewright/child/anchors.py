@@ -1,7 +1,8 @@
 """Anchored checks: a test sends the candidate's output to the trusted parent, which compares
 it with the value the reference solution produced.
 
-Example (a test in the trusted suite)::
+This module is the child's half (the fixture and the strict encoding); the parent compares
+in integrity/anchors.py. Example (a test in the trusted suite)::
 
     def test_sorts(scorewright):
         scorewright.expect(solution.sort([3, 1, 2]))
@@ -21,10 +22,12 @@ import hashlib
 import json
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
 import pytest
+
+from pytest_scorewright.sandbox import wire
+from pytest_scorewright.sandbox.wire import Anchor
 
 #: The child's way to the parent; absent in plugin mode, where expect() records nothing.
 ANCHOR_SINK = pytest.StashKey[Callable[[dict[str, Any]], None]]()
@@ -64,36 +67,6 @@ def encode(value: Any, depth: int = 0) -> Any:
     raise NotPlain(f"{kind.__module__}.{kind.__qualname__}")
 
 
-@dataclass(frozen=True)
-class Anchor:
-    """One anchored value as the parent holds it."""
-
-    value: Any  # tagged JSON, or None when only the digest travelled
-    digest: str
-    rel: float | None = None
-    abs: float | None = None
-    not_plain: str | None = None
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "value": self.value,
-            "digest": self.digest,
-            "rel": self.rel,
-            "abs": self.abs,
-            "not_plain": self.not_plain,
-        }
-
-    @classmethod
-    def from_wire(cls, message: dict[str, Any]) -> Anchor | None:
-        digest, not_plain = message.get("digest"), message.get("not_plain")
-        rel, tol = message.get("rel"), message.get("abs")
-        if not isinstance(digest, str) or not (not_plain is None or isinstance(not_plain, str)):
-            return None
-        if not all(t is None or (isinstance(t, float) and math.isfinite(t)) for t in (rel, tol)):
-            return None
-        return cls(message.get("value"), digest, rel, tol, not_plain)
-
-
 def make_anchor(value: Any, rel: float | None, abs_tol: float | None) -> Anchor:
     try:
         encoded = encode(value)
@@ -103,31 +76,6 @@ def make_anchor(value: Any, rel: float | None, abs_tol: float | None) -> Anchor:
     digest = hashlib.sha256(text.encode()).hexdigest()
     inline = encoded if len(text) <= INLINE_LIMIT else None
     return Anchor(inline, digest, rel, abs_tol)
-
-
-def matches(reference: Anchor, candidate: Anchor) -> bool:
-    """Compare in the parent, with the reference's tolerance."""
-    if candidate.not_plain is not None or reference.not_plain is not None:
-        return False
-    if reference.rel is None and reference.abs is None:
-        return reference.digest == candidate.digest
-    if reference.value is None or candidate.value is None:
-        return reference.digest == candidate.digest
-    return _close(reference.value, candidate.value, reference.rel or 0.0, reference.abs or 0.0)
-
-
-def _close(ref: Any, got: Any, rel: float, tol: float) -> bool:
-    if type(ref) is not type(got):
-        return False
-    if isinstance(ref, float):
-        return math.isclose(ref, got, rel_tol=rel, abs_tol=tol)
-    if isinstance(ref, list):
-        return len(ref) == len(got) and all(
-            _close(a, b, rel, tol) for a, b in zip(ref, got, strict=True)
-        )
-    if isinstance(ref, dict):
-        return ref.keys() == got.keys() and all(_close(ref[k], got[k], rel, tol) for k in ref)
-    return bool(ref == got)
 
 
 class Scorewright:
@@ -148,4 +96,4 @@ class Scorewright:
         anchor = make_anchor(
             value, float(rel) if rel is not None else None, float(abs) if abs is not None else None
         )
-        self._sink({"type": "anchor", "nodeid": self._nodeid, **anchor.to_wire()})
+        self._sink({"type": wire.ANCHOR, "nodeid": self._nodeid, **anchor.to_wire()})

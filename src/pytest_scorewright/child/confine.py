@@ -13,23 +13,10 @@ import signal
 import sys
 import tempfile
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from pytest_scorewright.child import landlock, linux
-from pytest_scorewright.limits import Limits
-
-#: Environment variables the child gets, whatever the parent has; others come only from the
-#: caller's explicit ``env``.
-BASE_ENV = {
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LANG": "C.UTF-8",
-    "LC_ALL": "C.UTF-8",
-    "PYTHONDONTWRITEBYTECODE": "1",
-    "PYTHONUNBUFFERED": "1",
-    # The child loads exactly the plugins named on its command line.
-    "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
-}
+from pytest_scorewright.sandbox.wire import WorkerPlan
 
 MiB = 1024 * 1024
 
@@ -70,16 +57,6 @@ def _rebind_std_streams() -> None:
     for name, stream in streams.items():
         setattr(sys, name, stream)
         setattr(sys, f"__{name}__", stream)
-
-
-@dataclass(frozen=True)
-class WorkerPlan:
-    cwd: str
-    env: Mapping[str, str]
-    limits: Limits
-    uid: int | None
-    landlock_policy: landlock.Policy | None
-    landlock_abi: int
 
 
 def confine_worker(plan: WorkerPlan) -> dict[str, Any]:

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_scorewright.child import linux
+from pytest_scorewright.sandbox.wire import Policy
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1
@@ -59,13 +60,6 @@ class _RulesetAttr(ctypes.Structure):
 class _PathBeneath(ctypes.Structure):
     _pack_ = 1
     _fields_ = (("allowed_access", ctypes.c_uint64), ("parent_fd", ctypes.c_int32))
-
-
-@dataclass(frozen=True)
-class Policy:
-    readable: tuple[str, ...]
-    writable: tuple[str, ...]
-    deny_tcp: bool
 
 
 @dataclass(frozen=True)

@@ -25,10 +25,12 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
+from pytest_scorewright.results.phases import reduce_report
+from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.channel import send
 
-# Attributes whose identity must not change while candidate code runs.
-_WATCHED: tuple[tuple[str, str, str], ...] = (
+# Attributes whose identity must not change while candidate code runs (ours: watched()).
+_PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
     ("time", "", "perf_counter"),
     ("time", "", "perf_counter_ns"),
     ("time", "", "monotonic"),
@@ -43,10 +45,25 @@ _WATCHED: tuple[tuple[str, str, str], ...] = (
     ("_pytest.reports", "TestReport", "__init__"),
     ("_pytest.python", "Function", "runtest"),
     ("_pytest.skipping", "", "pytest_runtest_makereport"),
-    ("pytest_scorewright.child.runner", "ChildReporter", "pytest_runtest_logreport"),
-    ("pytest_scorewright.results.outcomes", "", "reduce_report"),
-    ("pytest_scorewright.sandbox.channel", "", "send"),
 )
+
+
+def watched() -> tuple[tuple[str, str, str], ...]:
+    """Every (module, class or "", attribute) the monitor snapshots. Our own are named from
+    the objects themselves, so a moved module moves its entry with it."""
+    from pytest_scorewright.child.reporter import ChildReporter  # it imports this module
+
+    ours = (
+        (
+            ChildReporter.__module__,
+            "ChildReporter",
+            ChildReporter.pytest_runtest_logreport.__name__,
+        ),
+        (reduce_report.__module__, "", reduce_report.__name__),
+        (send.__module__, "", send.__name__),
+    )
+    return _PYTEST_AND_TIMERS + ours
+
 
 _PROTECTED_PREFIXES = ("_pytest", "pytest", "pluggy", "pytest_scorewright", "time")
 _MAX_FINDINGS = 50
@@ -97,7 +114,7 @@ class Monitor:
     def take_snapshot(self) -> None:
         """Record the watched identities; called again when collection starts, once pytest
         has imported everything it will use (and before any test module, so the candidate)."""
-        self.snapshot = {key: value for key in _WATCHED if (value := _lookup(*key)) is not None}
+        self.snapshot = {key: value for key in watched() if (value := _lookup(*key)) is not None}
 
     # -- reporting -----------------------------------------------------------------------
 
@@ -108,7 +125,7 @@ class Monitor:
         self.seen.add(key)
         self.count += 1
         with contextlib.suppress(OSError):
-            self._send(self.fd, {"type": "finding", "code": code, "detail": detail[:300]})
+            self._send(self.fd, {"type": wire.FINDING, "code": code, "detail": detail[:300]})
 
     # -- attribution ---------------------------------------------------------------------
 

@@ -12,12 +12,11 @@ from __future__ import annotations
 import fcntl
 import os
 import socket
-import stat
 import struct
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Sequence
 
 from pytest_scorewright.child import linux
+from pytest_scorewright.sandbox.wire import Mask
 
 _SIOCGIFFLAGS, _SIOCSIFFLAGS = 0x8913, 0x8914
 _IFF_UP, _IFF_RUNNING = 0x1, 0x40
@@ -33,39 +32,6 @@ def try_unshare(*, isolate_network: bool) -> str | None:
     except OSError as exc:
         return f"unshare: {exc.strerror}"
     return None
-
-
-@dataclass(frozen=True)
-class Mask:
-    """Hide ``directory`` behind an empty tmpfs, except for the entries in ``keep``."""
-
-    directory: str
-    keep: tuple[str, ...]
-
-
-def masks_for(paths: Iterable[str]) -> list[Mask]:
-    """Directories that an unprivileged uid cannot traverse on the way to ``paths``.
-
-    Typical case: Python installed under /root (mode 0700) by pyenv. Each blocking directory
-    is masked with a tmpfs in which only the needed entries are bound back, so the dropped uid
-    can import the standard library and nothing else under that directory is visible.
-    """
-    keep: dict[str, set[str]] = {}
-    for path in paths:
-        real = os.path.realpath(path)
-        if not os.path.exists(real):
-            continue
-        parts = real.strip("/").split("/")
-        for depth in range(len(parts) - 1):
-            ancestor = "/" + "/".join(parts[:depth]) if depth else "/"
-            try:
-                mode = os.stat(ancestor).st_mode
-            except OSError:
-                break
-            if not mode & stat.S_IXOTH:
-                keep.setdefault(ancestor, set()).add(os.path.join(ancestor, parts[depth]))
-                break
-    return [Mask(d, tuple(sorted(k))) for d, k in sorted(keep.items())]
 
 
 def setup_as_init(

@@ -13,14 +13,16 @@ from __future__ import annotations
 import math
 import re
 import signal as _signal
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_scorewright.child.anchors import Anchor, matches
-from pytest_scorewright.result import CollectionError, Reason, TestRecord, bound_message
-from pytest_scorewright.results.outcomes import OutcomeTracker, PhaseReport
-from pytest_scorewright.sandbox.supervisor import ChildOutcome
+from pytest_scorewright._text import bound_message
+from pytest_scorewright.integrity.anchors import matches
+from pytest_scorewright.result import CollectionError, Reason, TestRecord
+from pytest_scorewright.results.outcomes import OutcomeTracker
+from pytest_scorewright.sandbox import wire
+from pytest_scorewright.sandbox.wire import Anchor, ChildOutcome, PhaseReport
 
 _WHEN = ("setup", "call", "teardown")
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,40}")
@@ -171,59 +173,76 @@ def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
 
 def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]) -> None:
     kind = message.get("type")
-    if kind == "sandbox":
+    if kind == wire.SANDBOX:
         if index == 0:  # only before any candidate code could have written
             ev.sandbox = {k: v for k, v in message.items() if k != "type"}
         else:
             ev.note("forged_message", "a sandbox message arrived after candidate code ran")
         return
     if ev.finish is not None:
-        ev.note("message_after_finish", f"a {kind!r} message arrived after pytest finished")
+        ev.note(
+            "message_after_finish", f"a {str(kind)[:40]!r} message arrived after pytest finished"
+        )
         return
-    if kind == "report":
-        _consider_report(ev, arrived, message)
-    elif kind == "collect_error":
-        nodeid, text = message.get("nodeid"), message.get("message")
-        if isinstance(nodeid, str) and isinstance(text, str):
-            ev.collection_errors.append(CollectionError(nodeid, bound_message(text)))
-    elif kind == "collected":
-        ids = message.get("ids")
-        if isinstance(ids, list):
-            extra = [i for i in ids if i not in ev.expected]
-            if extra:
-                ev.note("unexpected_test", f"collected tests nobody expected: {extra[:3]}")
-            ev.last_end = max(ev.last_end, arrived)
-            if ev.collected_at is None:
-                ev.collected_at = arrived
-    elif kind == "anchor":
-        anchor = Anchor.from_wire(message)
-        # Attributed to the test the parent saw start, whatever the message claims.
-        if anchor is None or ev.current is None:
-            ev.note("malformed_message", "an anchored value outside a test, or mistyped")
-        else:
-            ev.anchors.setdefault(ev.current, []).append(anchor)
-            if anchor.not_plain is not None:
-                ev.findings.setdefault(
-                    "anchor_not_plain",
-                    Reason(
-                        "anchor_not_plain",
-                        f"{ev.current} anchored a {anchor.not_plain[:80]}, not a plain value",
-                    ),
-                )
-    elif kind == "finding":
-        code, detail = message.get("code"), message.get("detail")
-        if isinstance(code, str) and _CODE.fullmatch(code) and isinstance(detail, str):
-            ev.findings.setdefault(code, Reason(code, bound_message(detail, 300)))
-        else:
-            ev.note("malformed_message", "a finding with a missing or mistyped code")
-    elif kind == "finish":
-        status = message.get("exitstatus")
-        ev.finish = status if isinstance(status, int) and not isinstance(status, bool) else -1
-    elif kind in ("interrupted", "internal_error", "child_error", "sandbox_error", "oversize"):
-        reason = str(message.get("reason", message.get("of", "")))
-        ev.session_error = ev.session_error or _describe_event(kind, reason)
+    problem = wire.problem(message)
+    handler = _HANDLERS.get(str(kind))
+    if problem is not None or handler is None:
+        ev.note("malformed_message", problem or f"a {str(kind)[:40]!r} message from the child")
+        return
+    handler(ev, arrived, message)
+
+
+def _on_collect_error(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    nodeid, text = message["nodeid"], message["message"]
+    ev.collection_errors.append(CollectionError(nodeid, bound_message(text)))
+
+
+def _on_collected(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    extra = [i for i in message["ids"] if i not in ev.expected]
+    if extra:
+        ev.note("unexpected_test", f"collected tests nobody expected: {extra[:3]}")
+    ev.last_end = max(ev.last_end, arrived)
+    if ev.collected_at is None:
+        ev.collected_at = arrived
+
+
+def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    anchor = Anchor.from_wire(message)
+    # Attributed to the test the parent saw start, whatever the message claims.
+    if anchor is None or ev.current is None:
+        ev.note("malformed_message", "an anchored value outside a test, or mistyped")
+        return
+    ev.anchors.setdefault(ev.current, []).append(anchor)
+    if anchor.not_plain is not None:
+        ev.findings.setdefault(
+            "anchor_not_plain",
+            Reason(
+                "anchor_not_plain",
+                f"{ev.current} anchored a {anchor.not_plain[:80]}, not a plain value",
+            ),
+        )
+
+
+def _on_finding(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    code, detail = message["code"], message["detail"]
+    if _CODE.fullmatch(code):
+        ev.findings.setdefault(code, Reason(code, bound_message(detail, 300)))
     else:
-        ev.note("malformed_message", f"an unknown message type {str(kind)[:40]!r}")
+        ev.note("malformed_message", "a finding with a malformed code")
+
+
+def _on_finish(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    ev.finish = message["exitstatus"]
+
+
+def _on_session_error(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    kind = message["type"]
+    reason = str(message.get("reason", message.get("of", "")))
+    ev.session_error = ev.session_error or _describe_event(kind, reason)
+
+
+def _on_control(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    ev.note("forged_message", "a control message arrived on the message pipe")
 
 
 def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
@@ -291,12 +310,29 @@ def _parse_report(m: dict[str, Any]) -> PhaseReport | None:
 
 def _describe_event(kind: str, reason: str) -> str:
     return {
-        "interrupted": f"session interrupted ({reason})",
-        "internal_error": f"pytest internal error: {reason}",
-        "child_error": f"pytest could not run: {reason}",
-        "sandbox_error": f"sandbox setup failed: {reason}",
-        "oversize": f"the child sent an oversized {reason!r} message",
+        wire.INTERRUPTED: f"session interrupted ({reason})",
+        wire.INTERNAL_ERROR: f"pytest internal error: {reason}",
+        wire.CHILD_ERROR: f"pytest could not run: {reason}",
+        wire.SANDBOX_ERROR: f"sandbox setup failed: {reason}",
+        wire.OVERSIZE: f"the child sent an oversized {reason!r} message",
     }[kind]
+
+
+#: One handler per message kind of the wire vocabulary (a test checks none is missing).
+_HANDLERS: dict[str, Callable[[_Evidence, float, dict[str, Any]], None]] = {
+    wire.REPORT: _consider_report,
+    wire.COLLECT_ERROR: _on_collect_error,
+    wire.COLLECTED: _on_collected,
+    wire.ANCHOR: _on_anchor,
+    wire.FINDING: _on_finding,
+    wire.FINISH: _on_finish,
+    wire.INTERRUPTED: _on_session_error,
+    wire.INTERNAL_ERROR: _on_session_error,
+    wire.CHILD_ERROR: _on_session_error,
+    wire.SANDBOX_ERROR: _on_session_error,
+    wire.OVERSIZE: _on_session_error,
+    wire.CTL: _on_control,
+}
 
 
 def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> str | None:

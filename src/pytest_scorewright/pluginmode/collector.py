@@ -13,11 +13,13 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from pytest_scorewright._text import bound_message
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.settings import PluginSettings
-from pytest_scorewright.result import CollectionError, ScoreResult, bound_message
+from pytest_scorewright.result import CollectionError, ScoreResult
 from pytest_scorewright.results.measure import build_result
-from pytest_scorewright.results.outcomes import HELDOUT_ATTR, OutcomeTracker, reduce_report
+from pytest_scorewright.results.outcomes import OutcomeTracker
+from pytest_scorewright.results.phases import HELDOUT_ATTR, reduce_report
 
 if TYPE_CHECKING:
     from collections.abc import Generator

@@ -1,9 +1,9 @@
 """From pytest's per-phase reports to one outcome per test.
 
 pytest reports each test in up to three phases (setup, call, teardown), plus one report per
-subtest. :func:`reduce_report` turns a report into a :class:`PhaseReport`: plain data, so that
-the same record can cross a process boundary (an xdist worker, the evaluator's sandboxed child)
-as JSON. :class:`OutcomeTracker` folds phase reports into one :class:`TestRecord` per test.
+subtest. :func:`~pytest_scorewright.results.phases.reduce_report` turns each into a plain
+:class:`~pytest_scorewright.sandbox.wire.PhaseReport`; :class:`OutcomeTracker` folds phase
+reports into one :class:`TestRecord` per test.
 
 The rules, in short: only ``passed`` counts as passed; a failing setup is an ``error``; a
 failing teardown after a passing call is an ``error``; a test with a failing subtest is
@@ -15,80 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any
 
-import pytest
-
-from pytest_scorewright.result import Outcome, Phase, TestRecord, bound_message
-
-#: Attribute set on pytest reports of held-out tests. Extra report attributes travel with the
-#: report through pytest's serialisation, which is how xdist ships reports to the controller.
-HELDOUT_ATTR = "scorewright_heldout"
-
-# pytest-timeout fails a test with "Timeout (>Ns) from pytest-timeout." (2.x).
-_TIMEOUT_MARK = "from pytest-timeout"
-
-
-@dataclass(frozen=True)
-class PhaseReport:
-    """One pytest report reduced to what scoring needs."""
-
-    nodeid: str
-    when: str
-    #: pytest's own outcome word: passed, failed or skipped.
-    outcome: str
-    duration: float
-    message: str = ""
-    wasxfail: bool = False
-    subtest: bool = False
-    heldout: bool = False
-
-    @property
-    def timed_out(self) -> bool:
-        return self.outcome == "failed" and _TIMEOUT_MARK in self.message
-
-    def to_wire(self) -> dict[str, Any]:
-        return {
-            "nodeid": self.nodeid,
-            "when": self.when,
-            "outcome": self.outcome,
-            "duration": self.duration,
-            "message": self.message,
-            "wasxfail": self.wasxfail,
-            "subtest": self.subtest,
-            "heldout": self.heldout,
-        }
-
-
-def reduce_report(report: Any) -> PhaseReport:
-    """Reduce a pytest ``TestReport`` (or ``SubtestReport``) to a :class:`PhaseReport`."""
-    wasxfail = hasattr(report, "wasxfail")
-    return PhaseReport(
-        nodeid=report.nodeid,
-        when=report.when,
-        outcome=report.outcome,
-        duration=float(report.duration),
-        message=bound_message(_message(report)),
-        wasxfail=wasxfail,
-        subtest=isinstance(report, pytest.SubtestReport),
-        heldout=bool(getattr(report, HELDOUT_ATTR, False)),
-    )
-
-
-def _message(report: Any) -> str:
-    if hasattr(report, "wasxfail") and report.outcome in ("skipped", "passed"):
-        reason = str(report.wasxfail)
-        return f"xfail: {reason}" if reason else "xfail"
-    longrepr = report.longrepr
-    if longrepr is None:
-        return ""
-    if isinstance(longrepr, tuple) and len(longrepr) == 3:
-        return str(longrepr[2])  # a skip: (path, lineno, reason)
-    crash = getattr(longrepr, "reprcrash", None)
-    crash_message = getattr(crash, "message", None)
-    if crash_message:
-        return str(crash_message)
-    return str(longrepr)
+from pytest_scorewright._text import bound_message
+from pytest_scorewright.result import Outcome, Phase, TestRecord
+from pytest_scorewright.sandbox.wire import PhaseReport
 
 
 @dataclass

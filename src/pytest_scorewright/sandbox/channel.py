@@ -14,6 +14,8 @@ import struct
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_scorewright.sandbox.wire import OVERSIZE
+
 _HEADER = struct.Struct(">I")
 
 #: Largest single frame the parent accepts.
@@ -32,7 +34,7 @@ def send(fd: int, message: dict[str, Any]) -> None:
     to a small error frame rather than dropped silently."""
     frame = encode_frame(message)
     if len(frame) > MAX_FRAME:
-        frame = encode_frame({"type": "oversize", "of": str(message.get("type", "?"))[:40]})
+        frame = encode_frame({"type": OVERSIZE, "of": str(message.get("type", "?"))[:40]})
     view = memoryview(frame)
     while view:
         written = os.write(fd, view)

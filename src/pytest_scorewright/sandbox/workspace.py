@@ -98,6 +98,8 @@ class Workspace:
     tests: Path
     home: Path
     report: CopyReport
+    #: The sandbox uid the run's own files were handed to, if any (sandbox/plan.py).
+    uid: int | None = None
 
     @classmethod
     def create(
@@ -126,7 +128,27 @@ class Workspace:
 
     def seen_at(self, root: Path) -> Workspace:
         """The same work dir as the child sees it when it is mounted at ``root``."""
-        return Workspace(root, root / "candidate", root / "tests", root / "home", self.report)
+        return Workspace(
+            root, root / "candidate", root / "tests", root / "home", self.report, self.uid
+        )
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def require_candidate(path: str | os.PathLike[str], what: str) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"{what} {os.fspath(p)!r} does not exist; check the path")
+    if p.is_file() and p.suffix != ".py":
+        raise ConfigError(f"{what} {os.fspath(p)!r} is not a .py file or a directory")
+    if not p.is_file() and not p.is_dir():
+        raise ConfigError(f"{what} {os.fspath(p)!r} is not a regular file or a directory")
+    return p.resolve()
+
+
+def require_support(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    if not p.exists():
+        raise ConfigError(f"support file {os.fspath(p)!r} does not exist; check the path")
+    return p.resolve()

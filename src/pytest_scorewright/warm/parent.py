@@ -1,6 +1,6 @@
 """The warm parent: one single-threaded process that forks every sandboxed run.
 
-The Evaluator starts it once (``python -m pytest_scorewright.warm.server``, warm_server.py)
+The Evaluator starts it once (``python -m pytest_scorewright.warm.server``, warm/server.py)
 with an environment built from an allow-list, so no fork ever inherits the caller's secrets,
 its memory, or its threads. This module is the caller's side; it imports neither pytest nor
 the sandbox code, so that a command line can start the warm parent (:func:`prestart`) while
@@ -10,37 +10,25 @@ it is still importing the rest.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import os
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from pytest_scorewright.errors import ScorewrightError
+from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
 
 if TYPE_CHECKING:
-    from pytest_scorewright.sandbox.supervisor import ChildOutcome, SandboxSpec
+    from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
 
 #: The only variables the warm parent gets from the caller.
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "COVERAGE_CORE")
 #: Frame limits between the caller and the warm parent: both sides are trusted.
 UNLIMITED = 1 << 62
-
-
-def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
-    return dataclasses.asdict(spec)
-
-
-def outcome_from_wire(data: dict[str, Any]) -> ChildOutcome:
-    from pytest_scorewright.sandbox.supervisor import ChildOutcome
-
-    data = dict(data)
-    data["messages"] = [(float(t), m) for t, m in data["messages"]]
-    return ChildOutcome(**data)
 
 
 # -- the caller's side --------------------------------------------------------------------
@@ -88,7 +76,7 @@ class WarmParent:
                 raise ScorewrightError("the warm parent process has exited; create a new one")
             self._next += 1
             self._pending[self._next] = future
-            frame = encode_frame({"type": "run", "id": self._next, "spec": spec_to_wire(spec)})
+            frame = encode_frame({"type": "run", "id": self._next, "spec": wire.spec_to_wire(spec)})
             self._stdin.write(frame)
             self._stdin.flush()
         return future
@@ -103,7 +91,7 @@ class WarmParent:
                 with self._lock:
                     future = self._pending.pop(int(answer["id"]))
                 if "outcome" in answer:
-                    future.set_result(outcome_from_wire(answer["outcome"]))
+                    future.set_result(wire.outcome_from_wire(answer["outcome"]))
                 else:
                     future.set_exception(ScorewrightError(str(answer.get("error"))))
         with self._lock:

@@ -13,7 +13,6 @@ forks ever run pytest, and each fork's copy is thrown away.
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import gc
 import importlib
 import json
@@ -25,13 +24,9 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_scorewright.child.confine import WorkerPlan
-from pytest_scorewright.child.landlock import Policy
-from pytest_scorewright.child.namespaces import Mask
-from pytest_scorewright.child.runner import Watch
-from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
-from pytest_scorewright.sandbox.supervisor import SandboxSpec, run_sandboxed
+from pytest_scorewright.sandbox.launch import run_sandboxed
+from pytest_scorewright.sandbox.wire import SandboxSpec, outcome_to_wire, spec_from_wire
 from pytest_scorewright.warm.parent import UNLIMITED
 from pytest_scorewright.warm.prepared import prepare
 
@@ -48,35 +43,8 @@ PRELOAD = (
     "pytest_timeout",
     "pytest_scorewright.plugin",
     "pytest_scorewright.child.runner",
+    "pytest_scorewright.child.processes",
 )
-
-
-def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
-    worker = dict(data["worker"])
-    policy = worker["landlock_policy"]
-    worker["limits"] = Limits(**worker["limits"])
-    worker["landlock_policy"] = (
-        Policy(tuple(policy["readable"]), tuple(policy["writable"]), policy["deny_tcp"])
-        if policy
-        else None
-    )
-    watch = data["watch"]
-    return SandboxSpec(
-        worker=WorkerPlan(**worker),
-        pytest_args=tuple(data["pytest_args"]),
-        extra_path=tuple(data["extra_path"]),
-        isolate_network=data["isolate_network"],
-        masks=tuple(Mask(m["directory"], tuple(m["keep"])) for m in data["masks"]),
-        stage_dir=data["stage_dir"],
-        use_namespaces=data["use_namespaces"],
-        watch=Watch(watch["candidate_dir"], watch["tests_dir"], tuple(watch["writable"]))
-        if watch
-        else None,
-        plugins=tuple(data["plugins"]),
-        bind_root=data["bind_root"],
-        fixed_root=data["fixed_root"],
-        early_conftests=data["early_conftests"],
-    )
 
 
 def serve(inp: int, out: int) -> None:
@@ -154,7 +122,7 @@ def _start_job(spec: SandboxSpec, close: Sequence[int]) -> tuple[int, int]:
                 os.dup2(null, fd)
             os.close(null)
             outcome = run_sandboxed(spec, config, disposable=True)
-            _write_all(write_end, json.dumps(dataclasses.asdict(outcome)).encode())
+            _write_all(write_end, json.dumps(outcome_to_wire(outcome)).encode())
         except BaseException:
             code = 1
         finally:

@@ -1,0 +1,177 @@
+"""The processes of a run below the trusted parent: S, PID 1 and the worker W.
+
+They run the setup that happens before any candidate code (detach, namespaces, confinement)
+and then, in W, pytest. Everything here runs in a child process; the parent's side is
+sandbox/launch.py (the fork) and sandbox/deadline.py (the clock).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import signal
+import time
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from pytest_scorewright.child import linux
+from pytest_scorewright.child.confine import confine_worker, reset_process
+from pytest_scorewright.child.namespaces import setup_as_init, try_unshare
+from pytest_scorewright.child.procfs import scan_proc
+from pytest_scorewright.child.runner import run_pytest
+from pytest_scorewright.sandbox import wire
+from pytest_scorewright.sandbox.channel import send
+from pytest_scorewright.sandbox.wire import SandboxSpec
+
+if TYPE_CHECKING:
+    from pytest_scorewright.child.resume import Prepared
+
+_EXIT_SANDBOX_ERROR = 72
+_EXIT_SUPERVISOR_ERROR = 71
+
+
+def _detach(out_w: int, keep: Sequence[int], prepared: Prepared | None) -> None:
+    """The first steps of the parent's child: output to the output pipe, a clean process
+    (only ``keep`` open), a session of its own (no terminal's signals reach the run)."""
+    os.dup2(out_w, 1)
+    os.dup2(out_w, 2)
+    # A started session's descriptors (on /dev/null) stay where its objects expect them.
+    reset_process(keep_fds=(*keep, *(prepared.fds if prepared else ())))
+    os.setsid()
+
+
+def direct_init(spec: SandboxSpec, msg_w: int, out_w: int, prepared: Prepared | None) -> NoReturn:
+    try:
+        _die_with_parent(msg_w)
+        _detach(out_w, (msg_w,), prepared)
+    except BaseException:
+        os._exit(_EXIT_SUPERVISOR_ERROR)
+    _init_process(spec, msg_w, prepared)
+
+
+def _die_with_parent(msg_w: int) -> None:
+    """SIGKILL this process when the trusted parent dies (say, its caller was killed and
+    the warm parent killed its jobs): for PID 1 that ends the whole namespace, so no run
+    outlives its watcher. Then make sure the parent did not die before that was set: its
+    read end of the message pipe is the only one, so a write end with no reader means it
+    is gone (getppid() cannot tell, as it is 0 across a PID namespace)."""
+    linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGKILL)
+    poller = select.poll()
+    poller.register(msg_w, select.POLLOUT)
+    if any(events & select.POLLERR for _, events in poller.poll(0)):
+        os._exit(_EXIT_SUPERVISOR_ERROR)
+
+
+def supervisor_child(
+    spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Prepared | None
+) -> NoReturn:
+    try:
+        _die_with_parent(msg_w)
+        _detach(out_w, (msg_w, ctl_w), prepared)
+        why = (
+            try_unshare(isolate_network=spec.isolate_network)
+            if spec.use_namespaces
+            else "namespaces not used (unavailable here, or namespaces=False)"
+        )
+        if why is None:
+            init = os.fork()
+            if init == 0:
+                os.close(ctl_w)
+                _die_with_parent(msg_w)  # S's death, like the parent's, ends the namespace
+                _init_process(spec, msg_w, prepared)
+            send(ctl_w, {"type": wire.CTL, "mode": "namespaces", "init_pid": init})
+            os.close(msg_w)
+            _, status = os.waitpid(init, 0)
+            # PID 1 is reaped only after the kernel has killed and reaped every other
+            # process of its namespace (zap_pid_ns_processes): nothing of the run is left.
+            send(ctl_w, {"type": wire.CTL, "namespace_empty": True})
+            os._exit(_passed_up(status))
+        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+        worker = os.fork()
+        if worker == 0:
+            os.close(ctl_w)
+            _die_with_parent(msg_w)  # best effort here: the candidate could clear it
+            _worker_process(spec, msg_w, None)  # no mount namespace: no fixed path
+        send(ctl_w, {"type": wire.CTL, "mode": "subreaper", "worker_pid": worker, "why": why})
+        os.close(ctl_w)
+        os.close(msg_w)
+        status = _reap_until(worker)
+        _kill_orphans()
+        os._exit(_passed_up(status))
+    except BaseException:
+        os._exit(_EXIT_SUPERVISOR_ERROR)
+
+
+def _init_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:
+    try:
+        bind = (spec.bind_root, spec.fixed_root) if spec.fixed_root else None
+        setup_as_init(spec.masks, spec.stage_dir, loopback=spec.isolate_network, bind=bind)
+        worker = os.fork()
+        if worker == 0:
+            _worker_process(spec, msg_w, prepared)
+        os.close(msg_w)
+        # PID 1 reaps everything; it leaves when the worker is done, and the kernel then
+        # kills whatever else is left in the namespace.
+        os._exit(_passed_up(_reap_until(worker)))
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            send(msg_w, {"type": wire.SANDBOX_ERROR, "reason": f"namespace setup: {exc}"})
+        os._exit(_EXIT_SANDBOX_ERROR)
+
+
+def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:
+    try:
+        applied = confine_worker(spec.worker)
+        send(msg_w, {"type": wire.SANDBOX, **applied})
+    except BaseException as exc:
+        with contextlib.suppress(BaseException):
+            send(msg_w, {"type": wire.SANDBOX_ERROR, "reason": f"confinement: {exc}"})
+        os._exit(_EXIT_SANDBOX_ERROR)
+    run_pytest(
+        msg_w,
+        spec.pytest_args,
+        spec.extra_path,
+        spec.watch,
+        spec.plugins,
+        prepared,
+        early_conftests=spec.early_conftests,
+    )
+
+
+def _reap_until(worker: int) -> int:
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+        if pid == worker:
+            return status
+
+
+def _passed_up(status: int) -> int:
+    code = os.waitstatus_to_exitcode(status)
+    return 128 + (-code) if code < 0 else code
+
+
+def _kill_orphans() -> None:
+    """As a subreaper: kill and reap every process reparented to us, until none is left."""
+    me = str(os.getpid())
+    for _ in range(100):
+        orphans = _children_of(me)
+        if not orphans:
+            return
+        for pid in orphans:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ChildProcessError):
+            while os.waitpid(-1, os.WNOHANG)[0]:
+                pass
+        time.sleep(0.005)
+
+
+def _children_of(ppid: str) -> Sequence[int]:
+    # /proc/<pid>/stat: the parent pid is the second field after the ")" ending the name.
+    return scan_proc("stat", lambda stat: stat.rsplit(b")", 1)[1].split()[1], ppid.encode())

@@ -1,0 +1,135 @@
+"""The pytest plugin inside the sandboxed child: it reports, it never decides.
+
+One message per test phase goes to the parent over a pipe opened before any candidate code
+ran (sandbox/channel.py); the parent treats the messages as evidence. After the session's
+last message the child ends with ``os._exit``, so that no candidate ``atexit`` handler,
+non-daemon thread or buffered finaliser runs after pytest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Generator
+
+import pytest
+
+from pytest_scorewright._text import bound_message
+from pytest_scorewright.child.anchors import ANCHOR_SINK
+from pytest_scorewright.child.monitor import Monitor, skipped_by_candidate
+from pytest_scorewright.results.phases import reduce_report
+from pytest_scorewright.sandbox import wire
+from pytest_scorewright.sandbox.channel import send
+
+#: Exit code of the child process itself (not pytest's), read by the parent.
+EXIT_OK = 0
+_BATCH = 500
+#: Exceptions that end a test without failing it; from candidate code they are gaming.
+_ESCAPES = frozenset({"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt"})
+
+
+class ChildReporter:
+    """A pytest plugin that streams reports to the parent instead of writing a file."""
+
+    def __init__(self, fd: int, monitor: Monitor | None = None) -> None:
+        self.fd = fd
+        self.monitor = monitor
+        self.plugins_before: set[int] = set()
+        self.config: pytest.Config | None = None
+
+    def pytest_configure(self, config: pytest.Config) -> None:
+        self.config = config
+        fd = self.fd
+        config.stash[ANCHOR_SINK] = lambda message: send(fd, message)
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session: pytest.Session) -> None:
+        # Test modules (and so the candidate) are imported from here on.
+        self.plugins_before = {id(p) for p in session.config.pluginmanager.get_plugins()}
+        if self.monitor is not None:
+            self.monitor.take_snapshot()
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        # Look before the other hooks run: pytest's unittest support replaces a SkipTest
+        # with a fresh Skipped whose traceback no longer shows who raised it.
+        excinfo = call.excinfo
+        if self.monitor is not None and excinfo is not None:
+            kind = excinfo.type.__name__
+            if kind in _ESCAPES:
+                where = skipped_by_candidate(self.monitor, excinfo)
+                if where is not None:
+                    self.monitor.finding(
+                        "skip_from_candidate", f"{where} raised {kind} inside {item.nodeid}"
+                    )
+        report: pytest.TestReport = yield
+        return report
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        items = session.items
+        for i in range(0, max(len(items), 1), _BATCH):  # batches keep frames under the limit
+            batch = items[i : i + _BATCH]
+            ids = [item.nodeid for item in batch]
+            heldout = [item.get_closest_marker("heldout") is not None for item in batch]
+            send(self.fd, {"type": wire.COLLECTED, "ids": ids, "heldout": heldout})
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.skipped and self.monitor is not None and isinstance(report.longrepr, tuple):
+            path = str(report.longrepr[0])
+            if os.path.abspath(path).startswith(self.monitor.candidate_dir):
+                self.monitor.finding(
+                    "skip_from_candidate", f"candidate code skipped the module {report.nodeid}"
+                )
+        if report.failed:
+            message = bound_message(str(report.longrepr))
+            send(self.fd, {"type": wire.COLLECT_ERROR, "nodeid": report.nodeid, "message": message})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        send(self.fd, {"type": wire.REPORT, **reduce_report(report).to_wire()})
+
+    def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
+        text = str(getattr(excinfo.value, "msg", "") or excinfo.value)
+        send(
+            self.fd,
+            {"type": wire.INTERRUPTED, "reason": bound_message(f"{excinfo.typename}: {text}")},
+        )
+
+    def pytest_internalerror(self, excrepr: object) -> None:
+        lines = str(excrepr).strip().splitlines()
+        send(
+            self.fd,
+            {"type": wire.INTERNAL_ERROR, "reason": bound_message(lines[-1] if lines else "")},
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        if self.monitor is not None:
+            self.monitor.final_checks()
+            self._check_plugins(session, self.monitor)
+        send(self.fd, {"type": wire.FINISH, "exitstatus": int(exitstatus)})
+        # The parent has everything it needs. What pytest would still do (the terminal
+        # summary, re-rendering failures; unconfigure, with its repeated gc.collect() for
+        # unraisable exceptions; candidate plugins' unconfigure hooks) costs ~10-15 ms a run
+        # and can change nothing in the verdict.
+        flush_std_streams()
+        os._exit(EXIT_OK)
+
+    def _check_plugins(self, session: pytest.Session, monitor: Monitor) -> None:
+        for plugin in session.config.pluginmanager.get_plugins():
+            if id(plugin) in self.plugins_before:
+                continue
+            module = sys.modules.get(getattr(plugin, "__module__", "") or type(plugin).__module__)
+            path = getattr(plugin, "__file__", None) or getattr(module, "__file__", None) or ""
+            if str(path).startswith(monitor.tests_dir):
+                continue  # the trusted suite's own conftest.py files
+            name = session.config.pluginmanager.get_name(plugin) or repr(plugin)[:60]
+            monitor.finding("pytest_tampered", f"a plugin was registered at run time: {name}")
+
+
+def flush_std_streams() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()

@@ -1,0 +1,82 @@
+"""Starting a sandboxed run: the pipes, the fork, and the layout of processes.
+
+Process layout::
+
+    parent (trusted; this module and deadline.py)
+      └─ S  supervisor child: own session; enters new PID/mount(/network) namespaces
+           └─ I  PID 1 of the new namespaces: private /proc, masks, loopback; reaps
+                └─ W  worker: rlimits, Landlock, unprivileged uid; runs pytest
+
+When namespaces are unavailable, S instead becomes a child subreaper and W is its child; S
+kills whatever W left behind. The code of S, I and W is in child/processes.py; the parent's
+clock, deadline and kill are in deadline.py.
+
+A parent that exists only for this one run (the warm parent's job process, warm/server.py)
+enters the namespaces itself and forks PID 1 directly, one process fewer::
+
+    job (trusted; in the new mount/network namespaces, but in the outer PID namespace)
+      └─ I  PID 1: private /proc, masks, loopback; reaps
+           └─ W  worker
+
+It then knows PID 1 without being told, and reaping PID 1 itself is its proof that nothing of
+the run is left (the kernel reaps PID 1 only once its namespace is empty).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from typing import TYPE_CHECKING
+
+from pytest_scorewright.child.namespaces import try_unshare
+from pytest_scorewright.child.processes import direct_init, supervisor_child
+from pytest_scorewright.sandbox.deadline import RunWatch
+from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
+
+if TYPE_CHECKING:
+    from pytest_scorewright.child.resume import Prepared
+
+
+def run_sandboxed(
+    spec: SandboxSpec, prepared: Prepared | None = None, *, disposable: bool = False
+) -> ChildOutcome:
+    """Run pytest in a sandboxed child and observe it until it ends or the deadline;
+    ``prepared`` is pytest's configuration for the spec's command line, parsed (and perhaps
+    its session started) in the warm parent (prepared.py). ``disposable``: this process
+    exists for this run only and may enter the namespaces itself (see the module docstring).
+    """
+    msg_r, msg_w = _pipe()
+    out_r, out_w = _pipe()
+    start = time.monotonic()
+    if disposable and spec.use_namespaces and not try_unshare(isolate_network=spec.isolate_network):
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
+            direct_init(spec, msg_w, out_w, prepared)
+        for fd in (msg_w, out_w):
+            os.close(fd)
+        known = {"mode": "namespaces", "init_pid": pid}
+        outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known).run()
+    else:
+        ctl_r, ctl_w = _pipe()
+        pid = os.fork()
+        if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
+            supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
+        for fd in (msg_w, out_w, ctl_w):
+            os.close(fd)
+        outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r).run()
+    outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
+    return outcome
+
+
+def _pipe() -> tuple[int, int]:
+    """A pipe whose ends are above 0-2: the child dup2()s its output onto 1 and 2, which must
+    never be one of these (a caller that closed its stdio would get 0 and 1 from os.pipe)."""
+    ends = []
+    for fd in os.pipe():
+        if fd < 3:
+            moved = fcntl.fcntl(fd, fcntl.F_DUPFD, 3)
+            os.close(fd)
+            fd = moved
+        ends.append(fd)
+    return ends[0], ends[1]

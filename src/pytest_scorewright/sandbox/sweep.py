@@ -1,0 +1,34 @@
+"""Finding and killing every process of a sandbox uid, however it detached from the tree."""
+
+from __future__ import annotations
+
+import os
+import signal
+
+from pytest_scorewright.child.procfs import scan_proc
+
+
+def kill_every_process_of(uid: int) -> None:
+    """SIGKILL every process running as ``uid``: a helper takes that uid and kills all it may
+    signal (kill -1), which finds descendants however they detached from the tree."""
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the helper
+        try:
+            os.setgid(uid)
+            os.setuid(uid)
+            os.kill(-1, signal.SIGKILL)
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def processes_of(uid: int) -> list[int]:
+    """Processes whose real uid is ``uid`` (from /proc/<pid>/status, which is right even for
+    non-dumpable processes, whose /proc directory belongs to root)."""
+    wanted = str(uid).encode()
+
+    def real_uid(status: bytes) -> bytes:
+        line = next((ln for ln in status.splitlines() if ln.startswith(b"Uid:")), b"Uid: -")
+        return line.split()[1]
+
+    return scan_proc("status", real_uid, wanted)
