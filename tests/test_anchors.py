@@ -58,12 +58,14 @@ def _outcomes(result: ScoreResult) -> dict[str, tuple[str, str | None]]:
     return {t.nodeid.split("::")[-1]: (t.outcome, t.message) for t in result.tests}
 
 
+@pytest.mark.sandbox
 def test_the_reference_passes_its_anchored_tests(evaluator: Evaluator, tmp_path: Path) -> None:
     result = _score(evaluator, tmp_path, REFERENCE)
     assert result.signal("pass_rate") == 1.0
     assert not result.integrity.flagged
 
 
+@pytest.mark.sandbox
 def test_a_wrong_value_fails_although_the_child_reported_a_pass(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:
@@ -87,6 +89,7 @@ def test_a_wrong_value_fails_although_the_child_reported_a_pass(
     assert outcomes["test_mean"][0] == "passed"
 
 
+@pytest.mark.sandbox
 def test_float_tolerance_comes_from_the_reference(evaluator: Evaluator, tmp_path: Path) -> None:
     result = _score(
         evaluator,
@@ -102,6 +105,7 @@ def test_float_tolerance_comes_from_the_reference(evaluator: Evaluator, tmp_path
     assert _outcomes(result)["test_mean"][0] == "passed"
 
 
+@pytest.mark.sandbox
 def test_an_always_equal_object_is_a_finding_and_a_failure(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:
@@ -124,6 +128,7 @@ def test_an_always_equal_object_is_a_finding_and_a_failure(
     assert "anchor_not_plain" in {r.code for r in result.integrity.reasons}
 
 
+@pytest.mark.sandbox
 def test_a_tuple_is_not_a_list(evaluator: Evaluator, tmp_path: Path) -> None:
     result = _score(
         evaluator,
@@ -139,6 +144,7 @@ def test_a_tuple_is_not_a_list(evaluator: Evaluator, tmp_path: Path) -> None:
     assert _outcomes(result)["test_sort"][0] == "failed"
 
 
+@pytest.mark.sandbox
 def test_silencing_the_anchor_fails_the_test(evaluator: Evaluator, tmp_path: Path) -> None:
     result = _score(
         evaluator,

@@ -11,6 +11,8 @@ import pytest
 
 from tests.conftest import validate
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
 
 

@@ -9,6 +9,8 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from tests.corpus import Case, cases, tasks
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 CASES = [case for task in tasks() for case in cases(task)]
 
 

@@ -14,6 +14,8 @@ from pytest_scorewright.openevolve import artifacts, to_metrics
 from pytest_scorewright.result import ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 openevolve_config = pytest.importorskip("openevolve.config")
 openevolve_evaluator = pytest.importorskip("openevolve.evaluator")
 

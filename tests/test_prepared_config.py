@@ -15,6 +15,8 @@ from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
 PREPARED = "parsed and session started once, in the warm parent"
 

@@ -24,6 +24,8 @@ from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox.features import probe
 from tests.conftest import sandbox_processes
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 SECRET = "sw-secret-5f1c9e"  # noqa: S105 - a canary, not a credential
 
 REFERENCE = """

@@ -16,6 +16,8 @@ from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.features import probe
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 TESTS = "from solution import add\n\ndef test_small():\n    assert add(1, 2) == 3\n"
 MARKER = "sw-orphan-7q"
 

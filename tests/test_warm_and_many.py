@@ -17,6 +17,8 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from tests.conftest import sandbox_processes
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
 CANDIDATES = sorted((TASK / "candidates").glob("honest_*.py"))[:4]
 

@@ -22,8 +22,12 @@ __all__ = [
     "SCHEMA_VERSION",
     "ConfigError",
     "Evaluator",
+    "Fitness",
+    "FitnessContext",
+    "FitnessFunction",
     "Integrity",
     "Limits",
+    "Option",
     "OutputPathError",
     "Reason",
     "ResultFormatError",
@@ -36,7 +40,11 @@ __all__ = [
 
 if TYPE_CHECKING:
     from pytest_scorewright.evaluator import Evaluator
+    from pytest_scorewright.fitness import Fitness, FitnessContext, FitnessFunction, Option
     from pytest_scorewright.limits import Limits
+
+#: The fitness extension point: what a custom fitness function implements and configures.
+_FITNESS = ("Fitness", "FitnessContext", "FitnessFunction", "Option")
 
 
 def __getattr__(name: str) -> Any:
@@ -46,6 +54,10 @@ def __getattr__(name: str) -> Any:
         from pytest_scorewright.evaluator import Evaluator
 
         return Evaluator
+    if name in _FITNESS:
+        from pytest_scorewright import fitness
+
+        return getattr(fitness, name)
     if name == "Limits":
         from pytest_scorewright.limits import Limits
 

@@ -1,4 +1,4 @@
-"""Adapters for other loops: ShinkaEvolve and verifiers.
+"""The ShinkaEvolve adapter.
 
 ShinkaEvolve runs ``evaluate.py --program_path P --results_dir D`` and reads
 ``D/metrics.json`` (``combined_score``, ``public``, ``private``, ``text_feedback``) and
@@ -9,11 +9,6 @@ ShinkaEvolve runs ``evaluate.py --program_path P --results_dir D`` and reads
 
 (or ``scorewright shinka --program_path P --results_dir D --tests T ...``). Held-out figures go
 to ``private`` and never into ``text_feedback``, which the LLM reads.
-
-verifiers takes reward functions with weights::
-
-    reward, weight = verifiers_reward(Evaluator("tests/", reference="ref/"))
-    rubric = vf.Rubric(funcs=[reward], weights=[weight])
 """
 
 from __future__ import annotations
@@ -21,10 +16,8 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import sys
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -118,37 +111,3 @@ def run_shinka(args: argparse.Namespace) -> int:
         print(f"scorewright: error: {exc}", file=sys.stderr)
         return 2
     return 0
-
-
-_CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
-
-
-def extract_code(completion: Any) -> str:
-    """The last fenced code block of a completion (a string, or chat messages), else all."""
-    if isinstance(completion, list):
-        texts = [m.get("content", "") for m in completion if isinstance(m, dict)]
-        completion = texts[-1] if texts else ""
-    text = str(completion)
-    blocks = _CODE_BLOCK.findall(text)
-    return blocks[-1] if blocks else text
-
-
-def verifiers_reward(
-    evaluator: Evaluator,
-    fitness: Fitness | None = None,
-    *,
-    weight: float = 1.0,
-    extract: Callable[[Any], str] = extract_code,
-) -> tuple[Callable[..., float], float]:
-    """A verifiers reward function and its weight: the completion's code, scored in the
-    sandbox; the reward is the fitness (0.0 when the fitness could not be computed)."""
-    fitness = fitness or Fitness()
-
-    def scorewright_reward(completion: Any, **_: Any) -> float:
-        with tempfile.TemporaryDirectory(prefix="scorewright-completion-") as tmp:
-            path = Path(tmp) / f"{evaluator.module}.py"
-            path.write_text(extract(completion), encoding="utf-8")
-            outcome = fitness.evaluate(evaluator.score(path))
-        return outcome.score if outcome.score is not None else 0.0
-
-    return scorewright_reward, weight

@@ -1,4 +1,4 @@
-"""ShinkaEvolve files and the verifiers reward, on the bundled example task."""
+"""ShinkaEvolve files, on the bundled example task."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.shinka import extract_code, verifiers_reward
-
 TASK = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
 
 
+@pytest.mark.sandbox
 def test_scorewright_shinka_writes_metrics_and_correct(tmp_path: Path) -> None:
     done = subprocess.run(
         [
@@ -41,6 +39,7 @@ def test_scorewright_shinka_writes_metrics_and_correct(tmp_path: Path) -> None:
     assert (tmp_path / "scorewright.json").exists()
 
 
+@pytest.mark.sandbox
 def test_an_evaluate_py_for_shinka_is_two_lines(tmp_path: Path) -> None:
     evaluate = tmp_path / "evaluate.py"
     evaluate.write_text(
@@ -63,29 +62,7 @@ def test_an_evaluate_py_for_shinka_is_two_lines(tmp_path: Path) -> None:
     assert "exited before pytest finished" in correct["error"]
 
 
-@pytest.fixture(scope="module")
-def evaluator() -> Evaluator:
-    return Evaluator(TASK / "tests", reference=TASK / "reference")
-
-
-def test_the_verifiers_reward_scores_a_completions_code(evaluator: Evaluator) -> None:
-    reward, weight = verifiers_reward(evaluator, weight=2.0)
-    good = (TASK / "reference" / "solution.py").read_text()
-    chat = [
-        {"role": "user", "content": "write it"},
-        {"role": "assistant", "content": f"Here:\n```python\n{good}```\nDone."},
-    ]
-    assert weight == 2.0
-    assert reward(chat) == 1.0
-    assert reward("```python\ndef encode(t):\n    return []\n```") < 0.5
-    assert reward("no code at all") == 0.0
-
-
-def test_extract_code_takes_the_last_block() -> None:
-    assert extract_code("```py\na = 1\n```\ntext\n```python\nb = 2\n```") == "b = 2\n"
-    assert extract_code("plain") == "plain"
-
-
+@pytest.mark.sandbox
 def test_shinka_bad_input_still_writes_both_files_with_the_reason(tmp_path: Path) -> None:
     done = subprocess.run(
         [
