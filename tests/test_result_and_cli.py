@@ -33,6 +33,16 @@ def test_a_result_round_trips_through_json_and_validates() -> None:
     assert again == result
 
 
+def test_a_version_1_file_is_still_read_with_defaults_for_what_it_lacks() -> None:
+    data = json.loads(_result().to_json())
+    data["schema_version"] = 1
+    del data["infrastructure"]
+    again = ScoreResult.from_dict(data)
+    assert again.schema_version == 2
+    assert again.infrastructure is False
+    assert again.tests == _result().tests
+
+
 def test_the_schema_rejects_an_unknown_outcome() -> None:
     data = json.loads(_result().to_json())
     data["tests"][0]["outcome"] = "sort_of_passed"

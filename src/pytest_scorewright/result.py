@@ -28,7 +28,10 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 
 # Format history (bump on any change a reader could trip on):
 # 1: first version: ok/error, signals, tests, integrity, limits, environment, collection_errors.
-SCHEMA_VERSION = 1
+# 2: `infrastructure` (an error that is ours or the machine's, not the candidate's).
+SCHEMA_VERSION = 2
+#: Versions this code reads (fields a version lacks take their defaults).
+READABLE_VERSIONS = (1, 2)
 
 Outcome = Literal[
     "passed", "failed", "error", "skipped", "xfailed", "xpassed", "timeout", "not_run"
@@ -128,6 +131,9 @@ class ScoreResult:
     environment: Mapping[str, str]
     limits: Mapping[str, Any] | None = None
     collection_errors: tuple[CollectionError, ...] = ()
+    #: The error is ours or the machine's (the warm parent died, a worker was lost, the
+    #: sandbox could not start), not the candidate's: a loop should retry, not score it.
+    infrastructure: bool = False
     schema_version: int = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
 
@@ -145,6 +151,7 @@ class ScoreResult:
             "schema_version": self.schema_version,
             "ok": self.ok,
             "error": self.error,
+            "infrastructure": self.infrastructure,
             "mode": self.mode,
             "signals": [
                 {
@@ -302,7 +309,7 @@ def _choice(value: Any, allowed: Sequence[str], what: str) -> str:
 
 def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
     version = d["schema_version"]
-    if version != SCHEMA_VERSION:
+    if version not in READABLE_VERSIONS or isinstance(version, bool):
         raise ValueError(
             f"schema_version {version!r} is not supported (this is version {SCHEMA_VERSION}); "
             "upgrade pytest-scorewright to read it"
@@ -350,6 +357,7 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
             CollectionError(_expect(c["nodeid"], str, "nodeid"), _expect(c["message"], str, "m"))
             for c in _expect(d.get("collection_errors", []), list, "collection_errors")
         ),
-        schema_version=version,
+        infrastructure=_expect(d.get("infrastructure", False), bool, "infrastructure"),
+        schema_version=SCHEMA_VERSION,
         extra=_expect(d.get("extra", {}), dict, "extra"),
     )
