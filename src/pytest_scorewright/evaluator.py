@@ -39,6 +39,9 @@ from pytest_scorewright.sandbox.workspace import (
 )
 from pytest_scorewright.warm.parent import WarmParent, take_prestarted
 
+#: The ``isolation`` choices (docs/isolation.md).
+ISOLATIONS = ("auto", "process", "in-process")
+
 
 class Evaluator:
     """Score candidate programs with a trusted pytest suite, each in a fresh sandbox.
@@ -74,6 +77,12 @@ class Evaluator:
     - ``warm``: fork every run from a warm parent (default); ``False`` forks from this
       process, which must then be single-threaded.
     - ``preload``: modules the warm parent imports once, for every run.
+    - ``isolation``: ``"process"`` imports the candidate in a sandboxed process of its own,
+      which the tests reach through proxies that pass plain data both ways, so nothing the
+      candidate does can reach pytest, the tests or the verdict (docs/isolation.md);
+      ``"in-process"`` imports it into the test process, guarded by the integrity layer;
+      ``"auto"`` (the default) is ``process`` when the reference passes every test that way,
+      otherwise ``in-process``. ``limits.sandbox.isolation`` says which, and why.
     """
 
     def __init__(
@@ -93,6 +102,7 @@ class Evaluator:
         support_files: Sequence[str | os.PathLike[str]] | None = None,
         warm: bool = True,
         preload: Sequence[str] = (),
+        isolation: str = "in-process",
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with
         # an executor): plain, picklable values.
@@ -109,11 +119,16 @@ class Evaluator:
             "repeats": repeats,
             "support_files": [os.fspath(p) for p in support_files or ()],
             "preload": list(preload),
+            "isolation": isolation,
         }
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
+        if isolation not in ISOLATIONS:
+            raise ConfigError(
+                f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
+            )
         self.module = module
         self.tests = require_dir(tests, "tests directory")
         self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
@@ -146,6 +161,12 @@ class Evaluator:
         )
         self.expected_visible, self.expected_heldout = self._collect_suites()
         self.anchors: dict[str, dict[str, list[Anchor]]] = {}
+        #: Whether candidates run apart from the tests (docs/isolation.md), and why.
+        self.isolation = isolation
+        self.isolated = isolation == "process"
+        self.isolation_why = (
+            "asked for" if isolation != "auto" else "no reference to try the suite apart with"
+        )
         self.baseline = self._measure_reference() if self.reference is not None else None
 
     # -- public ------------------------------------------------------------------------------
@@ -190,6 +211,7 @@ class Evaluator:
             pytest_config=self._planner.pytest_config_record(
                 judged[0][1].isolation.get("pytest_config"), self.tests
             ),
+            isolation=("process" if self.isolated else "in-process", self.isolation_why),
         )
 
     def score_many(
@@ -302,28 +324,52 @@ class Evaluator:
 
     def _measure_reference(self) -> Baseline:
         """Run the reference on both suites: it must pass them; its timing is the baseline and
-        its anchored values the expectations."""
-        reference = self.reference
-        if reference is None:  # pragma: no cover - only called with a reference
-            return Baseline(collected_s=None)
-        baseline = Baseline(collected_s=None)
-        suites = self._suites(self.expected_visible, None, with_heldout=True)
-        # Each suite with the whole budget, at once through the warm parent.
-        judged, _, _ = self._run_suites(reference, suites, share=self.limits.timeout_s)
-        for suite, (verdict, _) in zip(suites, judged, strict=True):
-            name = suite.name
-            failing = [r.nodeid for r in verdict.records if not r.passed]
-            odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
-            if verdict.error or failing or odd:
-                problem = verdict.error or (
-                    f"{len(failing)} test(s) fail, first {failing[0]}"
-                    if failing
-                    else f"it anchors a {odd[0]}, not a plain value"
-                )
+        its anchored values the expectations. With ``isolation="auto"`` it also decides the
+        isolation: by process when the reference passes the whole suite that way."""
+        if self.isolation != "in-process":
+            self.isolated = True
+            problem, judged = self._reference_runs()
+            if problem is None:
+                self.isolation_why = "the reference passes every test with the candidate apart"
+                return self._take_reference(judged)
+            if self.isolation == "process":
                 raise ConfigError(
-                    f"the reference does not pass its own {name} tests ({problem}); fix the "
-                    "reference or the tests"
+                    f"the reference does not pass its tests with isolation by process "
+                    f"({problem}); use isolation 'auto' or 'in-process'"
                 )
+            self.isolation_why = f"the reference fails with the candidate apart: {problem}"
+        self.isolated = False
+        problem, judged = self._reference_runs()
+        if problem is not None:
+            raise ConfigError(
+                f"the reference does not pass its own {problem}; fix the reference or the tests"
+            )
+        return self._take_reference(judged)
+
+    def _reference_runs(self) -> tuple[str | None, list[tuple[str, RunVerdict]]]:
+        """The reference's runs on both suites (each with the whole budget, at once through
+        the warm parent), and what keeps it from passing, if anything."""
+        assert self.reference is not None  # noqa: S101 - only called with a reference
+        suites = self._suites(self.expected_visible, None, with_heldout=True)
+        judged, _, _ = self._run_suites(self.reference, suites, share=self.limits.timeout_s)
+        runs = [(suite.name, verdict) for suite, (verdict, _) in zip(suites, judged, strict=True)]
+        for name, verdict in runs:
+            failing = [r for r in verdict.records if not r.passed]
+            odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
+            if verdict.error:
+                return f"{name} tests ({verdict.error})", runs
+            if failing:
+                first = f"{failing[0].nodeid}: {failing[0].outcome}"
+                if failing[0].message:
+                    first += f", {failing[0].message.splitlines()[0][:200]}"
+                return f"{name} tests ({len(failing)} test(s) fail, first {first})", runs
+            if odd:
+                return f"{name} tests (it anchors a {odd[0]}, not a plain value)", runs
+        return None, runs
+
+    def _take_reference(self, runs: Sequence[tuple[str, RunVerdict]]) -> Baseline:
+        baseline = Baseline(collected_s=None)
+        for name, verdict in runs:
             self.anchors[name] = verdict.anchors
             if name == "visible":
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
@@ -342,7 +388,13 @@ class Evaluator:
             try:
                 for tests, _ in suites:
                     launched.append(
-                        self._launch(source, tests, ("--collect-only",), self.limits.timeout_s)
+                        self._launch(
+                            source,
+                            tests,
+                            ("--collect-only",),
+                            self.limits.timeout_s,
+                            isolated=False,  # the trusted collection imports the reference
+                        )
                     )
             finally:
                 observed = _wait_all(launched)
@@ -370,12 +422,17 @@ class Evaluator:
         extra_args: Iterable[str],
         timeout_s: float,
         select: Sequence[str] | None = None,
+        *,
+        isolated: bool | None = None,
     ) -> _Launched:
         """Start a sandboxed run (through the warm parent; without one, run it to the end
         here); ``wait()`` on the result gives its outcome and removes its work dir."""
         workspace = self._planner.workspace(candidate, tests)
+        apart = self.isolated if isolated is None else isolated
         try:
-            spec = self._planner.spec(workspace, tests, tuple(extra_args), timeout_s, select)
+            spec = self._planner.spec(
+                workspace, tests, tuple(extra_args), timeout_s, select, isolated=apart
+            )
             if self._warm is not None:
                 return _Launched(workspace, self._warm.submit(spec))
             done: Future[ChildOutcome] = Future()

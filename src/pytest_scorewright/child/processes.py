@@ -20,6 +20,7 @@ from pytest_scorewright.child.confine import confine_worker, reset_process
 from pytest_scorewright.child.namespaces import setup_as_init, try_unshare
 from pytest_scorewright.child.procfs import scan_proc
 from pytest_scorewright.child.runner import run_pytest
+from pytest_scorewright.child.spawner import run_worker
 from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.channel import send
 from pytest_scorewright.sandbox.wire import SandboxSpec
@@ -88,15 +89,18 @@ def supervisor_child(
             send(ctl_w, {"type": wire.CTL, "namespace_empty": True})
             os._exit(_passed_up(status))
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
-        worker = os.fork()
-        if worker == 0:
+
+        def start(spawner: int | None) -> NoReturn:
             os.close(ctl_w)
             _die_with_parent(msg_w)  # best effort here: the candidate could clear it
-            _worker_process(spec, msg_w, None)  # no mount namespace: no fixed path
-        send(ctl_w, {"type": wire.CTL, "mode": "subreaper", "worker_pid": worker, "why": why})
-        os.close(ctl_w)
-        os.close(msg_w)
-        status = _reap_until(worker)
+            _worker_process(spec, msg_w, None, spawner)  # no mount namespace: no fixed path
+
+        def forked(worker: int) -> None:
+            send(ctl_w, {"type": wire.CTL, "mode": "subreaper", "worker_pid": worker, "why": why})
+            os.close(ctl_w)
+            os.close(msg_w)
+
+        status = run_worker(spec, start, forked)
         _kill_orphans()
         os._exit(_passed_up(status))
     except BaseException:
@@ -107,21 +111,28 @@ def _init_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> N
     try:
         bind = (spec.bind_root, spec.fixed_root) if spec.fixed_root else None
         setup_as_init(spec.masks, spec.stage_dir, loopback=spec.isolate_network, bind=bind)
-        worker = os.fork()
-        if worker == 0:
-            _worker_process(spec, msg_w, prepared)
-        os.close(msg_w)
+
+        def start(spawner: int | None) -> NoReturn:
+            _worker_process(spec, msg_w, prepared, spawner)
+
         # PID 1 reaps everything; it leaves when the worker is done, and the kernel then
         # kills whatever else is left in the namespace.
-        os._exit(_passed_up(_reap_until(worker)))
+        status = run_worker(spec, start, lambda _: os.close(msg_w))
+        os._exit(_passed_up(status))
     except BaseException as exc:
         with contextlib.suppress(BaseException):
             send(msg_w, {"type": wire.SANDBOX_ERROR, "reason": f"namespace setup: {exc}"})
         os._exit(_EXIT_SANDBOX_ERROR)
 
 
-def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:
+def _worker_process(
+    spec: SandboxSpec, msg_w: int, prepared: Prepared | None, spawner: int | None = None
+) -> NoReturn:
     try:
+        if spawner is not None:
+            # The candidate's process shares this uid: without this it could ptrace this
+            # process or read its memory and descriptors through /proc.
+            linux.prctl(linux.PR_SET_DUMPABLE, 0)
         applied = confine_worker(spec.worker)
         send(msg_w, {"type": wire.SANDBOX, **applied})
     except BaseException as exc:
@@ -136,19 +147,8 @@ def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) ->
         spec.plugins,
         prepared,
         early_conftests=spec.early_conftests,
+        proxy=(spawner, spec.proxied) if spawner is not None else None,
     )
-
-
-def _reap_until(worker: int) -> int:
-    while True:
-        try:
-            pid, status = os.wait()
-        except ChildProcessError:
-            return 0
-        except InterruptedError:
-            continue
-        if pid == worker:
-            return status
 
 
 def _passed_up(status: int) -> int:

@@ -40,6 +40,7 @@ def run_pytest(
     prepared: Prepared | None = None,
     *,
     early_conftests: bool = False,
+    proxy: tuple[int, tuple[str, ...]] | None = None,
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
@@ -58,6 +59,12 @@ def run_pytest(
         # standard library, pytest, or anything else already importable.
         loaded = [importlib.import_module(name) for name in plugins]
         sys.path.extend(extra_path)
+        if proxy is not None:
+            # Isolation by process: the candidate's modules are proxies to its own process
+            # (child/proxy.py), which the spawner starts when the tests first import one.
+            from pytest_scorewright.child.proxy import install
+
+            install(*proxy)
         adopt(prepared)
         monitor = None
         if watch is not None:

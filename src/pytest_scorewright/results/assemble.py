@@ -31,6 +31,7 @@ def assemble(
     limits: Limits,
     network: bool,
     pytest_config: str,
+    isolation: tuple[str, str],
 ) -> ScoreResult:
     """The ScoreResult of one candidate: records of every run, integrity reasons from every
     source, signals, and what the sandbox was (``limits``)."""
@@ -56,7 +57,9 @@ def assemble(
         duration_s=sum(o.wall_s for o in observed),
         error="; ".join(errors) or None,
         reasons=reasons,
-        limits=limits_record(runs, limits, network=network, pytest_config=pytest_config),
+        limits=limits_record(
+            runs, limits, network=network, pytest_config=pytest_config, isolation=isolation
+        ),
         counts_known=True,
         extra_signals=extra_signals,
         fail_closed=fail_closed,
@@ -65,7 +68,12 @@ def assemble(
 
 
 def limits_record(
-    runs: Sequence[JudgedRun], limits: Limits, *, network: bool, pytest_config: str
+    runs: Sequence[JudgedRun],
+    limits: Limits,
+    *,
+    network: bool,
+    pytest_config: str,
+    isolation: tuple[str, str],
 ) -> dict[str, Any]:
     """``limits``: the limits asked for, and the sandbox the first run really had."""
     verdict, observed = runs[0][1]
@@ -89,5 +97,7 @@ def limits_record(
             "landlock_abi": applied.get("landlock_abi", 0),
             "network": net,
             "pytest_config": pytest_config,
+            "isolation": isolation[0],
+            "isolation_why": isolation[1],
         },
     }

@@ -126,8 +126,11 @@ class RunPlanner:
         extra_args: Sequence[str],
         timeout_s: float,
         select: Sequence[str] | None = None,
+        *,
+        isolated: bool = False,
     ) -> SandboxSpec:
-        """The whole plan of one run in ``workspace``, within ``timeout_s``."""
+        """The whole plan of one run in ``workspace``, within ``timeout_s``; ``isolated``: the
+        candidate runs in a process of its own, reached through proxies (child/proxy.py)."""
         s = self.settings
         ws = workspace
         if self.fixed_root is not None:
@@ -147,26 +150,60 @@ class RunPlanner:
             *("-q", "--color=no", "--tb=line"),
             *extra_args,
         ]
-        env = {**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **s.env}
+        limits = dataclasses.replace(s.limits, timeout_s=timeout_s)
         # /dev/shm is writable only where it is the run's own tmpfs (namespaces).
         shm = ("/dev/shm",) if s.use_namespaces else ()  # noqa: S108 - a private tmpfs per run
-        policy = Policy(
-            readable=(*SYSTEM_READ, *DEVICES_READ, *self._python_readable, str(ws.root)),
-            writable=(str(ws.candidate), str(ws.home), "/dev/null", *shm),
-            deny_tcp=not s.network and not s.use_namespaces,
-        )
-        uid = workspace.uid
-        return SandboxSpec(
-            worker=WorkerPlan(
-                cwd=str(ws.candidate),
-                env=env,
-                limits=dataclasses.replace(s.limits, timeout_s=timeout_s),
+        system = (*SYSTEM_READ, *DEVICES_READ, *self._python_readable)
+        deny_tcp = not s.network and not s.use_namespaces
+        uid, abi = workspace.uid, s.features.landlock_abi
+        if isolated:
+            # The candidate's process never reads the tests; the test process never imports the
+            # candidate (it is not on its path; proxies answer for its names), though pytest
+            # must list the work dir's root. They share TMPDIR (tmp_path files can be handed
+            # over).
+            shared = {"TMPDIR": str(ws.shared)}
+            worker = WorkerPlan(
+                cwd=str(ws.home),
+                env={**BASE_ENV, "HOME": str(ws.home), **shared, **s.env},
+                limits=limits,
                 uid=uid,
-                landlock_policy=policy,
-                landlock_abi=s.features.landlock_abi,
-            ),
+                landlock_policy=Policy(
+                    readable=(*system, str(ws.root)),
+                    writable=(str(ws.home), str(ws.shared), "/dev/null", *shm),
+                    deny_tcp=deny_tcp,
+                ),
+                landlock_abi=abi,
+            )
+            candidate: WorkerPlan | None = WorkerPlan(
+                cwd=str(ws.candidate),
+                env={**BASE_ENV, "HOME": str(ws.chome), **shared, **s.env},
+                limits=limits,
+                uid=uid,
+                landlock_policy=Policy(
+                    readable=(*system, str(ws.candidate), str(ws.chome), str(ws.shared)),
+                    writable=(str(ws.candidate), str(ws.chome), str(ws.shared), "/dev/null", *shm),
+                    deny_tcp=deny_tcp,
+                ),
+                landlock_abi=abi,
+            )
+        else:
+            worker = WorkerPlan(
+                cwd=str(ws.candidate),
+                env={**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **s.env},
+                limits=limits,
+                uid=uid,
+                landlock_policy=Policy(
+                    readable=(*system, str(ws.root)),
+                    writable=(str(ws.candidate), str(ws.home), "/dev/null", *shm),
+                    deny_tcp=deny_tcp,
+                ),
+                landlock_abi=abi,
+            )
+            candidate = None
+        return SandboxSpec(
+            worker=worker,
             pytest_args=tuple(args),
-            extra_path=(str(ws.candidate),),
+            extra_path=() if isolated else (str(ws.candidate),),
             isolate_network=not s.network,
             masks=self._masks if uid is not None else (),
             stage_dir=str(workspace.root / ".stage"),
@@ -176,6 +213,10 @@ class RunPlanner:
             bind_root=str(workspace.root) if self.fixed_root is not None else "",
             fixed_root=str(self.fixed_root or ""),
             early_conftests=bool(self._early.get(tests)),
+            candidate=candidate,
+            proxied=module_names(workspace.candidate) if isolated else (),
+            candidate_path=(str(ws.candidate),) if isolated else (),
+            hide=(str(ws.tests), str(ws.home)) if isolated else (),
         )
 
     # -- what the result says about the runs --------------------------------------------------
@@ -258,6 +299,17 @@ def masks_for(paths: Iterable[str]) -> list[Mask]:
     return [Mask(d, tuple(sorted(k))) for d, k in sorted(keep.items())]
 
 
+def module_names(candidate_dir: Path) -> tuple[str, ...]:
+    """The top-level modules and packages a candidate directory offers the tests."""
+    names = set()
+    for entry in candidate_dir.iterdir():
+        if entry.suffix == ".py" and entry.is_file() and entry.stem.isidentifier():
+            names.add(entry.stem)
+        elif entry.is_dir() and entry.name.isidentifier() and any(entry.glob("*.py")):
+            names.add(entry.name)
+    return tuple(sorted(names - {"conftest", "sitecustomize", "usercustomize"}))
+
+
 def _python_paths() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.update(p for p in sys.path if p and os.path.isabs(p))
@@ -272,12 +324,13 @@ def _overlaps(a: Path, b: Path) -> bool:
 def _hand_over(ws: Workspace, uid: int) -> None:
     """Make the work dir usable by ``uid``: its own files writable, the tests read-only."""
     os.chmod(ws.root, 0o755)  # noqa: S103 - the sandbox uid must traverse it, not write it
-    for top in (ws.candidate, ws.home):
+    for top in (ws.candidate, ws.home, ws.chome, ws.shared):
         for dirpath, _, filenames in os.walk(top):
             os.chown(dirpath, uid, uid)
             for name in filenames:
                 os.chown(os.path.join(dirpath, name), uid, uid)
-    os.chmod(ws.home, 0o700)
+    for private in (ws.home, ws.chome):
+        os.chmod(private, 0o700)
     for dirpath, _, filenames in os.walk(ws.tests):
         os.chmod(dirpath, 0o755)  # noqa: S103 - readable tests, writable by root only
         for name in filenames:

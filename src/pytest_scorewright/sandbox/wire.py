@@ -80,14 +80,21 @@ class SandboxSpec:
     fixed_root: str = ""
     #: The suite's initial conftest.py must be loaded before configuring (warm/prepared.py).
     early_conftests: bool = False
+    #: Out-of-process isolation (child/proxy.py): how the candidate's own process is confined,
+    #: the module names the tests reach it by, what its sys.path gains, and the paths hidden
+    #: from it (the tests, the test process's home) where a mount namespace allows.
+    candidate: WorkerPlan | None = None
+    proxied: tuple[str, ...] = ()
+    candidate_path: tuple[str, ...] = ()
+    hide: tuple[str, ...] = ()
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
     return dataclasses.asdict(spec)
 
 
-def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
-    worker = dict(data["worker"])
+def _plan_from_wire(data: dict[str, Any]) -> WorkerPlan:
+    worker = dict(data)
     policy = worker["landlock_policy"]
     worker["limits"] = Limits(**worker["limits"])
     worker["landlock_policy"] = (
@@ -95,9 +102,13 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         if policy
         else None
     )
+    return WorkerPlan(**worker)
+
+
+def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
     watch = data["watch"]
     return SandboxSpec(
-        worker=WorkerPlan(**worker),
+        worker=_plan_from_wire(data["worker"]),
         pytest_args=tuple(data["pytest_args"]),
         extra_path=tuple(data["extra_path"]),
         isolate_network=data["isolate_network"],
@@ -111,6 +122,10 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         bind_root=data["bind_root"],
         fixed_root=data["fixed_root"],
         early_conftests=data["early_conftests"],
+        candidate=_plan_from_wire(data["candidate"]) if data["candidate"] else None,
+        proxied=tuple(data["proxied"]),
+        candidate_path=tuple(data["candidate_path"]),
+        hide=tuple(data["hide"]),
     )
 
 

@@ -4,7 +4,10 @@ Layout (one per run)::
 
     <root>/candidate/   the candidate's files; appended to sys.path, never an ancestor of tests
     <root>/tests/       a fresh copy of the trusted tests (visible or held-out)
-    <root>/home/        private HOME and TMPDIR
+    <root>/home/        private HOME and TMPDIR (of the test process, with isolation by process)
+    <root>/chome/       the candidate's own HOME, with isolation by process
+    <root>/shared/      TMPDIR of both processes with isolation by process (tmp_path lives here,
+                        so a file a test makes can be handed to the candidate)
 
 Copies never follow a symlink and never copy a special file, so a candidate directory that
 links to /etc or to the held-out tests brings nothing with it.
@@ -101,6 +104,14 @@ class Workspace:
     #: The sandbox uid the run's own files were handed to, if any (sandbox/plan.py).
     uid: int | None = None
 
+    @property
+    def chome(self) -> Path:
+        return self.root / "chome"
+
+    @property
+    def shared(self) -> Path:
+        return self.root / "shared"
+
     @classmethod
     def create(
         cls,
@@ -112,7 +123,8 @@ class Workspace:
     ) -> Workspace:
         root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
-        ws.home.mkdir()
+        for private in (ws.home, ws.chome, ws.shared):
+            private.mkdir()
         if candidate.is_dir():
             copy_tree(candidate, ws.candidate, ws.report, trusted=False)
         else:

@@ -1,0 +1,253 @@
+"""Values as plain data, for calls between the test process and the candidate's process.
+
+A value crosses as tagged JSON and is rebuilt on the other side as a fresh object of a type
+the receiver trusts: builtins (exact types only, never a subclass) and a few standard-library
+value types. Anything else crosses as a *reference*: the receiver gets a proxy through which it
+can only ask the owner to act (call, get an attribute, compare with another reference...).
+So nothing the candidate returns can carry behaviour into the test process: no ``__eq__`` of
+its own, no lazy object, no ``unittest.mock.ANY``.
+
+Tags (a JSON object is always a tag, never a dict)::
+
+    {"t": [...]} tuple       {"d": [[k, v]...]} dict  {"s": [...]} set   {"fs": [...]} frozenset
+    {"b": base64} bytes      {"ba": base64} bytearray {"c": [re, im]} complex
+    {"f": "nan"} float       {"ix": "-1f"} big int    {"dec": "1.5"} Decimal
+    {"fr": [n, d]} Fraction  {"dt"|"da"|"tm": iso} datetime, date, time
+    {"td": [d, s, us]} timedelta    {"od"|"ctr": [[k, v]...]} OrderedDict, Counter
+    {"dd": [factory, [[k, v]...]]} defaultdict        {"dq": [[...], maxlen]} deque
+    {"nt": [name, [fields], [values]]} a namedtuple   {"rg": [start, stop, step]} range
+    {"p": "path"} pathlib.Path
+    {"ref": ...} a reference (its form is the codec's caller's business)
+
+The decoder is strict: bounded depth, known tags only, types checked; anything else raises
+:class:`NotPlainData`, never anything else.
+"""
+
+from __future__ import annotations
+
+import base64
+import collections
+import datetime
+import decimal
+import fractions
+import math
+import pathlib
+from collections.abc import Callable
+from typing import Any
+
+#: Deepest nesting either side encodes or accepts.
+MAX_DEPTH = 200
+_BIG = 1 << 62
+#: defaultdict factories that cross by name (anything else crosses as a plain dict).
+_FACTORIES: dict[str, Callable[[], Any]] = {
+    "list": list,
+    "dict": dict,
+    "set": set,
+    "int": int,
+    "float": float,
+    "str": str,
+    "tuple": tuple,
+}
+_namedtuples: dict[tuple[str, tuple[str, ...]], type] = {}
+#: Types that are their own JSON form (within limits checked by _all_plain).
+_SIMPLE = frozenset({str, int, float, bool, type(None)})
+
+
+class NotPlainData(ValueError):
+    """A message that is not well-formed plain data."""
+
+
+def encode(value: Any, ref: Callable[[Any], Any], depth: int = 0) -> Any:
+    """``value`` as tagged JSON; ``ref(obj)`` gives the reference form of anything else."""
+    if depth > MAX_DEPTH:
+        raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
+    kind = type(value)
+    if value is None or kind is bool or kind is str:
+        return value
+    if kind is int:
+        return value if -_BIG < value < _BIG else {"ix": format(value, "x")}
+    if kind is float:
+        return value if math.isfinite(value) else {"f": repr(value)}
+    d = depth + 1
+    if kind is list:
+        if all(type(v) in _SIMPLE for v in value) and _all_plain(value):
+            return list(value)  # the common case, without a call per item
+        return [encode(v, ref, d) for v in value]
+    if kind is tuple:
+        return {"t": [encode(v, ref, d) for v in value]}
+    if kind is dict:
+        return {"d": [[encode(k, ref, d), encode(v, ref, d)] for k, v in value.items()]}
+    if kind is set or kind is frozenset:
+        return {"s" if kind is set else "fs": [encode(v, ref, d) for v in value]}
+    if kind is bytes or kind is bytearray:
+        return {"b" if kind is bytes else "ba": base64.b64encode(value).decode("ascii")}
+    if kind is complex:
+        return {"c": [encode(value.real, ref, d), encode(value.imag, ref, d)]}
+    special = _encode_library(value, kind, ref, d)
+    return special if special is not None else {"ref": ref(value)}
+
+
+def _all_plain(values: list[Any]) -> bool:
+    """Whether every (simple) item is its own JSON form: ints in range, finite floats."""
+    return all(
+        -_BIG < v < _BIG if type(v) is int else math.isfinite(v) if type(v) is float else True
+        for v in values
+    )
+
+
+def _encode_library(value: Any, kind: type, ref: Callable[[Any], Any], d: int) -> Any:
+    if kind is decimal.Decimal:
+        return {"dec": str(value)}
+    if kind is fractions.Fraction:
+        return {"fr": [encode(value.numerator, ref, d), encode(value.denominator, ref, d)]}
+    if kind is datetime.datetime:
+        return {"dt": value.isoformat()} if value.tzinfo is None else None
+    if kind is datetime.date:
+        return {"da": value.isoformat()}
+    if kind is datetime.time:
+        return {"tm": value.isoformat()} if value.tzinfo is None else None
+    if kind is datetime.timedelta:
+        return {"td": [value.days, value.seconds, value.microseconds]}
+    if kind is collections.OrderedDict or kind is collections.Counter:
+        pairs = [[encode(k, ref, d), encode(v, ref, d)] for k, v in value.items()]
+        return {"od" if kind is collections.OrderedDict else "ctr": pairs}
+    if kind is collections.defaultdict:
+        factory = value.default_factory
+        name = factory.__name__ if factory in _FACTORIES.values() else None
+        return {"dd": [name, [[encode(k, ref, d), encode(v, ref, d)] for k, v in value.items()]]}
+    if kind is collections.deque:
+        return {"dq": [[encode(v, ref, d) for v in value], value.maxlen]}
+    if kind is range:
+        return {"rg": [value.start, value.stop, value.step]}
+    if isinstance(value, pathlib.PurePath) and kind.__module__ == "pathlib":
+        return {"p": str(value)}
+    if _is_namedtuple(kind):
+        fields = [str(f) for f in kind._fields]  # type: ignore[attr-defined]
+        return {"nt": [kind.__name__, fields, [encode(v, ref, d) for v in value]]}
+    return None
+
+
+def _is_namedtuple(kind: type) -> bool:
+    # A tuple subclass made by namedtuple/NamedTuple: it crosses as a namedtuple of the
+    # receiver's own making, with the same name and fields (the sender's methods stay behind).
+    fields = vars(kind).get("_fields")
+    return (
+        kind.__bases__ == (tuple,)
+        and isinstance(fields, tuple)
+        and all(isinstance(f, str) and f.isidentifier() for f in fields)
+    )
+
+
+def decode(data: Any, deref: Callable[[Any], Any], depth: int = 0) -> Any:
+    """A fresh value from tagged JSON; ``deref(form)`` turns a reference into a proxy."""
+    if depth > MAX_DEPTH:
+        raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
+    kind = type(data)
+    if data is None or kind is bool or kind is str or kind is float:
+        return data
+    if kind is int:
+        return data
+    d = depth + 1
+    if kind is list:
+        if all(type(v) in _SIMPLE for v in data):
+            return list(data)  # all plain already; a copy, so the JSON form stays as it came
+        return [decode(v, deref, d) for v in data]
+    if kind is not dict or len(data) != 1:
+        raise NotPlainData(f"not plain data: a {kind.__name__}")
+    ((tag, body),) = data.items()
+    decoder = _DECODERS.get(tag)
+    if decoder is None:
+        raise NotPlainData(f"an unknown tag {str(tag)[:20]!r}")
+    try:
+        return decoder(body, deref, d)
+    except NotPlainData:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError, OverflowError, ArithmeticError) as exc:
+        raise NotPlainData(f"a malformed {tag!r} value: {type(exc).__name__}") from None
+
+
+def _items(body: Any, deref: Callable[[Any], Any], d: int) -> list[tuple[Any, Any]]:
+    if type(body) is not list:
+        raise NotPlainData("pairs are not a list")
+    pairs = []
+    for pair in body:
+        if type(pair) is not list or len(pair) != 2:
+            raise NotPlainData("a pair is not two items")
+        pairs.append((decode(pair[0], deref, d), decode(pair[1], deref, d)))
+    return pairs
+
+
+def _seq(body: Any, deref: Callable[[Any], Any], d: int) -> list[Any]:
+    if type(body) is not list:
+        raise NotPlainData("a sequence is not a list")
+    return [decode(v, deref, d) for v in body]
+
+
+def _text(body: Any) -> str:
+    if type(body) is not str:
+        raise NotPlainData("expected text")
+    return body
+
+
+def _float(body: Any, deref: Callable[[Any], Any], d: int) -> float:
+    if body not in ("nan", "inf", "-inf"):
+        raise NotPlainData("not a special float")
+    return float(body)
+
+
+def _bigint(body: Any, deref: Callable[[Any], Any], d: int) -> int:
+    text = _text(body)
+    if len(text) > 100_000:
+        raise NotPlainData("an integer too large to cross")
+    return int(text, 16)
+
+
+def _namedtuple(body: Any, deref: Callable[[Any], Any], d: int) -> Any:
+    name, fields, values = body
+    fields = tuple(_text(f) for f in fields)
+    if not (_text(name).isidentifier() and all(f.isidentifier() for f in fields)):
+        raise NotPlainData("a namedtuple with names that are not identifiers")
+    key = (name, fields)
+    made = _namedtuples.get(key)
+    if made is None:
+        made = _namedtuples[key] = collections.namedtuple(name, fields, rename=True)
+    return made(*_seq(values, deref, d))
+
+
+def _defaultdict(body: Any, deref: Callable[[Any], Any], d: int) -> Any:
+    name, pairs = body
+    factory = _FACTORIES.get(name) if name is not None else None
+    if name is not None and factory is None:
+        raise NotPlainData("an unknown defaultdict factory")
+    return collections.defaultdict(factory, _items(pairs, deref, d))
+
+
+def _ref(body: Any, deref: Callable[[Any], Any], d: int) -> Any:
+    return deref(body)
+
+
+_DECODERS: dict[str, Callable[[Any, Callable[[Any], Any], int], Any]] = {
+    "t": lambda b, r, d: tuple(_seq(b, r, d)),
+    "d": lambda b, r, d: dict(_items(b, r, d)),
+    "s": lambda b, r, d: set(_seq(b, r, d)),
+    "fs": lambda b, r, d: frozenset(_seq(b, r, d)),
+    "b": lambda b, r, d: base64.b64decode(_text(b), validate=True),
+    "ba": lambda b, r, d: bytearray(base64.b64decode(_text(b), validate=True)),
+    "c": lambda b, r, d: complex(*[float(x) for x in _seq(b, r, d)]),
+    "f": _float,
+    "ix": _bigint,
+    "dec": lambda b, r, d: decimal.Decimal(_text(b)),
+    "fr": lambda b, r, d: fractions.Fraction(*[int(x) for x in _seq(b, r, d)]),
+    "dt": lambda b, r, d: datetime.datetime.fromisoformat(_text(b)),
+    "da": lambda b, r, d: datetime.date.fromisoformat(_text(b)),
+    "tm": lambda b, r, d: datetime.time.fromisoformat(_text(b)),
+    "td": lambda b, r, d: datetime.timedelta(*[int(x) for x in _seq(b, r, d)]),
+    "od": lambda b, r, d: collections.OrderedDict(_items(b, r, d)),
+    "ctr": lambda b, r, d: collections.Counter(dict(_items(b, r, d))),
+    "dd": _defaultdict,
+    "dq": lambda b, r, d: collections.deque(_seq(b[0], r, d), b[1]),
+    "rg": lambda b, r, d: range(*[int(x) for x in b]),
+    "p": lambda b, r, d: pathlib.Path(_text(b)),
+    "nt": _namedtuple,
+    "ref": _ref,
+}

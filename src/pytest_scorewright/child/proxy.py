@@ -1,0 +1,755 @@
+"""The test process's side of the candidate: proxy modules that forward to its own process.
+
+With ``isolation="process"`` the trusted tests run in a process that never imports candidate
+code. An import hook answers for the candidate's module names with :class:`ProxyModule`s;
+every attribute, call and operation on them is a request to the candidate's process
+(child/candidate.py), and what comes back is decoded into fresh builtin values
+(child/plaindata.py) or into stand-ins that can only ask the candidate to act. So:
+
+- a result is a fresh ``list``/``int``/``dict``...: it has no behaviour of the candidate's;
+- an object that is not plain data stays in the candidate's process; its stand-in forwards
+  attribute access, calls and operators, but compares equal only to another stand-in (never to
+  a plain value), so an always-equal object, a lazy result or ``unittest.mock.ANY`` from the
+  candidate equals nothing the test expects;
+- an exception raised by the candidate is raised here as a builtin or standard-library
+  exception of the same type, or as a stand-in class for the candidate's own exception
+  classes (``pytest.raises(solution.ParseError)`` works); an escape (``SystemExit``,
+  ``KeyboardInterrupt``, pytest's skip) never leaves the candidate's process as one;
+- a list, dict, set or bytearray argument the candidate changed in place is changed here too;
+- a function the test passes (``key=``) is called back here when the candidate calls it; the
+  candidate may call, iterate and read public attributes of what the test passes, nothing else;
+- what the candidate prints comes back with each reply, so ``capsys`` sees it; its warnings are
+  warned again here, so ``pytest.warns`` sees them.
+
+What cannot cross is documented in docs/isolation.md.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import itertools
+import socket
+import sys
+import types
+import warnings
+import weakref
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+from pytest_scorewright.child import plaindata
+from pytest_scorewright.child.rpc import ChannelClosed, Endpoint, RemoteError, socket_from_fd
+
+_MUTABLE = (list, dict, set, bytearray)
+#: Crashes after which the test process stops asking for a new candidate process.
+MAX_RESTARTS = 8
+#: Modules whose exception classes are never raised here as themselves: they would end a test
+#: as skipped, or the session.
+_MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
+
+
+class CandidateUnavailable(Exception):
+    """The candidate's process ended (it crashed, or was killed), or cannot be reached."""
+
+
+class CandidateError(Exception):
+    """The candidate raised something that cannot be raised here as itself."""
+
+
+class NotCrossable(TypeError):
+    """A value that cannot be passed to the candidate's process."""
+
+
+class Session:
+    """The test process's link to the candidate's process, which it asks the run's spawner
+    for (again after a crash, up to :data:`MAX_RESTARTS` times)."""
+
+    def __init__(self, spawner: socket.socket) -> None:
+        self.spawner = spawner
+        self.endpoint: Endpoint | None = None
+        self.incarnation = 0
+        self.ended: str | None = None
+        self.theirs: dict[int, Any] = {}  # our objects the candidate may refer to
+        self.their_ids: dict[int, int] = {}  # id(obj) -> their reference
+        self.next_id = itertools.count(1)
+        self.stand_ins: weakref.WeakValueDictionary[tuple[int, int], Any] = (
+            weakref.WeakValueDictionary()
+        )
+        self.classes: dict[tuple[int, int], type] = {}
+        self.classes_by_path: dict[tuple[str, str], type] = {}
+        self.released: list[int] = []
+
+    # -- the link -----------------------------------------------------------------------------
+
+    def connect(self) -> Endpoint:
+        if self.endpoint is not None and self.endpoint.closed is None:
+            return self.endpoint
+        if self.endpoint is not None:
+            self.ended = self.endpoint.closed
+        if self.incarnation > MAX_RESTARTS:
+            raise CandidateUnavailable(
+                f"the candidate's process ended {self.incarnation} times; not restarted again"
+            )
+        try:
+            self.spawner.sendall(b"s")
+            _, fds, _, _ = socket.recv_fds(self.spawner, 1, 1)
+        except OSError as exc:
+            raise CandidateUnavailable(f"no candidate process could be started: {exc}") from None
+        if not fds:
+            raise CandidateUnavailable("no candidate process could be started")
+        self.incarnation += 1
+        self.released.clear()
+        self.endpoint = Endpoint(
+            socket_from_fd(fds[0]),
+            serve=self.serve,
+            encode_error=self.encode_error,
+            on_output=_write_output,
+            on_reply=_rewarn_from(self),
+        )
+        return self.endpoint
+
+    def request(self, op: str, target: Any = None, *, raw: bool = False, **fields: Any) -> Any:
+        """Ask the candidate's process; the decoded answer (``raw``: the answer as it came, for
+        the caller to decode), or its exception raised here."""
+        endpoint = self.connect()
+        message: dict[str, Any] = {"op": op, **fields}
+        if target is not None:
+            message["target"] = self.encode(target)
+        if self.released:
+            message["rel"], self.released = self.released, []
+        try:
+            answer = endpoint.call(message)
+        except ChannelClosed as exc:
+            raise CandidateUnavailable(
+                f"the candidate's process ended during this call ({exc})"
+            ) from None
+        except RemoteError as exc:
+            raise self.exception(exc.error) from None
+        try:
+            return answer if raw else self.decode(answer)
+        except plaindata.NotPlainData as exc:
+            raise CandidateError(
+                f"the candidate's process answered with malformed data: {exc}"
+            ) from None
+
+    # -- values both ways ---------------------------------------------------------------------
+
+    def encode(self, value: Any) -> Any:
+        try:
+            return plaindata.encode(value, self._ref)
+        except RecursionError:
+            raise NotCrossable("a value nested too deeply to pass to the candidate") from None
+
+    def decode(self, data: Any) -> Any:
+        return plaindata.decode(data, self._deref)
+
+    def _ref(self, obj: Any) -> dict[str, Any]:
+        ref: Ref | None = None
+        if isinstance(obj, StandIn):
+            ref = obj.__dict__["_sw_ref"]
+        elif isinstance(obj, type) and isinstance(vars(obj).get("_sw_class_ref"), Ref):
+            ref = vars(obj)["_sw_class_ref"]
+        if ref is not None:
+            if ref.incarnation == self.incarnation:
+                return {"h": ref.handle}
+            if ref.path is not None:
+                return {"path": list(ref.path)}
+            raise CandidateUnavailable("this object belonged to a candidate process that has ended")
+        if isinstance(obj, types.ModuleType):
+            if isinstance(obj, ProxyModule):
+                return {"path": [obj.__name__, ""]}
+            raise NotCrossable(f"the module {obj.__name__} cannot be passed to the candidate")
+        key = id(obj)
+        ident = self.their_ids.get(key)
+        if ident is None:
+            ident = next(self.next_id)
+            self.their_ids[key] = ident
+            self.theirs[ident] = obj
+        return {"w": ident, "k": "fn" if callable(obj) else "obj"}
+
+    def _deref(self, form: Any) -> Any:
+        if type(form) is not dict:
+            raise plaindata.NotPlainData("a reference that is not an object")
+        if "w" in form:
+            obj = self.theirs.get(form["w"]) if type(form["w"]) is int else None
+            if obj is None:
+                raise plaindata.NotPlainData("a reference to an object of ours that we never gave")
+            return obj
+        handle, kind, info = form.get("h"), form.get("k"), form.get("i", {})
+        if type(handle) is not int or kind not in _KINDS or type(info) is not dict:
+            raise plaindata.NotPlainData("a malformed reference")
+        path = info.get("path")
+        ref = Ref(self, handle, self.incarnation, _path(path))
+        if kind == "cls":
+            return self._class(ref, info)
+        key = (self.incarnation, handle)
+        known = self.stand_ins.get(key)
+        if known is not None:
+            return known
+        if kind == "mod":
+            name = info.get("name")
+            found = sys.modules.get(name) if type(name) is str else None
+            if isinstance(found, ProxyModule):
+                return found
+            raise plaindata.NotPlainData("a reference to a module the tests did not import")
+        if kind == "fn":
+            made: Any = RemoteFunction(
+                ref, str(info.get("name", "")), str(info.get("qualname", ""))
+            )
+        elif kind == "it":
+            made = RemoteIterator(ref)
+        else:
+            cls = self._deref(info.get("cls")) if info.get("cls") is not None else RemoteObject
+            if not (isinstance(cls, type) and issubclass(cls, RemoteObject)):
+                cls = RemoteObject
+            made = object.__new__(cls)
+            made.__dict__["_sw_ref"] = ref
+        self.stand_ins[key] = made
+        weakref.finalize(made, self._release, self.incarnation, handle)
+        return made
+
+    def _release(self, incarnation: int, handle: int) -> None:
+        if incarnation == self.incarnation:
+            self.released.append(handle)
+
+    def _class(self, ref: Ref, info: dict[str, Any]) -> type:
+        key = (self.incarnation, ref.handle)
+        known = self.classes.get(key)
+        if known is None and ref.path is not None:
+            known = self.classes_by_path.get(ref.path)
+        if known is not None:
+            if vars(known)["_sw_class_ref"].incarnation != self.incarnation:
+                type.__setattr__(known, "_sw_class_ref", ref)  # found again after a crash
+            self.classes[key] = known
+            return known
+        made = _stand_in_class(self, ref, info)
+        self.classes[key] = made
+        if ref.path is not None:
+            self.classes_by_path[ref.path] = made
+        return made
+
+    # -- what the candidate may do with our objects --------------------------------------------
+
+    def serve(self, request: dict[str, Any]) -> Any:
+        op = request.get("op")
+        target = self.decode(request.get("target"))
+        args = self.decode(request.get("args", []))
+        if type(args) is not list:
+            raise TypeError("malformed arguments")
+        if op == "call" and callable(target):
+            kwargs = self.decode(request.get("kwargs", {"d": []}))
+            if type(kwargs) is not dict or not all(type(k) is str for k in kwargs):
+                raise TypeError("malformed keyword arguments")
+            return self.encode(target(*args, **kwargs))
+        if op == "getattr":
+            name = request.get("name")
+            if type(name) is not str or name.startswith("_"):
+                raise AttributeError("only public attributes of the tests' objects are readable")
+            return self.encode(getattr(target, name))
+        simple = _THEIR_OPERATIONS.get(str(op))
+        if simple is None:
+            raise TypeError(f"the candidate may not {str(op)[:40]!r} an object of the tests")
+        return self.encode(simple(target, *args))
+
+    def encode_error(self, exc: BaseException) -> dict[str, Any]:
+        kind = type(exc)
+        return {
+            "type": kind.__qualname__ if kind.__module__ == "builtins" else "Exception",
+            "mod": "builtins",
+            "msg": str(exc)[:4000],
+            "args": [str(exc)[:4000]],
+        }
+
+    # -- exceptions the candidate raised ------------------------------------------------------
+
+    def exception(self, error: dict[str, Any]) -> BaseException:
+        """The candidate's exception, as an exception of this process."""
+        message = str(error.get("msg", ""))[:4000]
+        module, name = str(error.get("mod", "")), str(error.get("type", ""))
+        cls: type[BaseException] | None = None
+        if error.get("cls") is not None:
+            with contextlib.suppress(plaindata.NotPlainData, CandidateUnavailable):
+                found = self._deref(error["cls"])
+                if isinstance(found, type) and issubclass(found, BaseException):
+                    cls = found
+        if cls is None:
+            cls = _local_exception_class(module, name)
+        try:
+            args = self.decode(error.get("args", []))
+        except plaindata.NotPlainData:
+            args = [message]
+        if type(args) is not list:
+            args = [message]
+        if cls is None:
+            exc: BaseException = CandidateError(f"{module}.{name}: {message}")
+        else:
+            exc = cls.__new__(cls)
+            exc.args = tuple(args)
+        tb = error.get("tb")
+        if type(tb) is str and tb and hasattr(exc, "add_note"):
+            exc.add_note("in the candidate's process:\n" + tb[-2000:])
+        return exc
+
+
+class Ref:
+    """Where a stand-in's object lives: a handle in one incarnation of the candidate's process,
+    and, for what its module can find again, a path that outlives a crash."""
+
+    __slots__ = ("handle", "incarnation", "path", "session")
+
+    def __init__(
+        self, session: Session, handle: int, incarnation: int, path: tuple[str, str] | None
+    ) -> None:
+        self.session, self.handle, self.incarnation, self.path = session, handle, incarnation, path
+
+
+class StandIn:
+    """Base of everything that stands in for an object of the candidate's process."""
+
+    _sw_ref: Ref
+
+    def _sw_ask(self, op: str, *args: Any, **fields: Any) -> Any:
+        ref = self.__dict__["_sw_ref"]
+        if args:
+            fields["args"] = ref.session.encode(list(args))
+        return ref.session.request(op, self, **fields)
+
+
+class RemoteFunction(StandIn):
+    """A function of the candidate's: calling it calls it there."""
+
+    def __init__(self, ref: Ref, name: str, qualname: str) -> None:
+        self.__dict__["_sw_ref"] = ref
+        self.__name__ = name
+        self.__qualname__ = qualname or name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _call(self, "call", None, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<candidate function {self.__qualname__}>"
+
+
+class RemoteIterator(StandIn):
+    """An iterator or generator of the candidate's; items cross in growing batches."""
+
+    def __init__(self, ref: Ref) -> None:
+        self.__dict__["_sw_ref"] = ref
+        self._sw_buffer: list[Any] = []
+        self._sw_done = False
+        self._sw_batch = 1
+
+    def __iter__(self) -> RemoteIterator:
+        return self
+
+    def __next__(self) -> Any:
+        if not self._sw_buffer:
+            if self._sw_done:
+                raise StopIteration
+            ref = self.__dict__["_sw_ref"]
+            answer = ref.session.request("next", self, raw=True, n=self._sw_batch)
+            self._sw_batch = min(self._sw_batch * 2, 256)
+            try:
+                items = ref.session.decode(answer["items"]) if type(answer) is dict else None
+            except plaindata.NotPlainData:
+                items = None
+            if type(items) is not list:
+                raise CandidateError("the candidate's process answered next() with malformed data")
+            self._sw_done = bool(answer.get("done"))
+            self._sw_buffer = list(reversed(items))
+            if not self._sw_buffer:
+                raise StopIteration
+        return self._sw_buffer.pop()
+
+    def __repr__(self) -> str:
+        return "<candidate iterator>"
+
+
+def _forward(op: str) -> Any:
+    def method(self: RemoteObject, *args: Any) -> Any:
+        return self._sw_ask(op, *args)
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+def _forward_stand_in_only(op: str) -> Any:
+    # Equality and order with a plain value are never the candidate's to decide: an object of
+    # its own compares only with another of its own.
+    def method(self: RemoteObject, other: Any) -> Any:
+        if not isinstance(other, StandIn):
+            return NotImplemented
+        return self._sw_ask(op, other)
+
+    method.__name__ = f"__{op}__"
+    return method
+
+
+class RemoteObject(StandIn):
+    """An object of the candidate's; attribute access, calls and operators go to its process."""
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_sw_") or name in ("__wrapped__", "__func__"):
+            raise AttributeError(name)
+        if name in type(self).__dict__.get("_sw_methods", ()) or any(
+            name in vars(k).get("_sw_methods", ()) for k in type(self).__mro__
+        ):
+            return _BoundMethod(self, name)
+        return self._sw_ask("getattr", name=name)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._sw_ask("setattr", name=name, value=self.__dict__["_sw_ref"].session.encode(value))
+
+    def __delattr__(self, name: str) -> None:
+        self._sw_ask("delattr", name=name)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _call(self, "call", None, args, kwargs)
+
+    def __repr__(self) -> str:
+        try:
+            return str(self._sw_ask("repr"))
+        except Exception as exc:  # a repr must not fail, least of all in a failure report
+            return f"<candidate object: repr unavailable ({type(exc).__name__})>"
+
+    def __str__(self) -> str:
+        return str(self._sw_ask("str"))
+
+    def __bool__(self) -> bool:
+        return bool(self._sw_ask("bool"))
+
+    def __len__(self) -> int:
+        return _int(self._sw_ask("len"), "len")
+
+    def __hash__(self) -> int:
+        return _int(self._sw_ask("hash"), "hash")
+
+    def __index__(self) -> int:
+        return _int(self._sw_ask("index"), "index")
+
+    def __int__(self) -> int:
+        return _int(self._sw_ask("int"), "int")
+
+    def __float__(self) -> float:
+        value = self._sw_ask("float")
+        if type(value) is not float:
+            raise TypeError("the candidate's __float__ did not return a float")
+        return value
+
+    def __iter__(self) -> Iterator[Any]:
+        found = self._sw_ask("iter")
+        return found if isinstance(found, RemoteIterator) else iter(found)
+
+    def __format__(self, spec: str) -> str:
+        return str(self._sw_ask("format", spec))
+
+    def __dir__(self) -> list[str]:
+        names = self._sw_ask("dir")
+        return [str(n) for n in names] if isinstance(names, list) else []
+
+    def __enter__(self) -> Any:
+        return self._sw_ask("enter")
+
+    def __exit__(self, kind: Any, value: Any, tb: Any) -> bool:
+        # The test's exception stays here (its traceback holds the test's frames): the
+        # candidate's __exit__ is told nothing of it, and cannot suppress it.
+        answer = self._sw_ask("exit", None, None, None)
+        return kind is None and bool(answer)
+
+    __eq__ = _forward_stand_in_only("eq")
+    __ne__ = _forward_stand_in_only("ne")
+    __lt__ = _forward_stand_in_only("lt")
+    __le__ = _forward_stand_in_only("le")
+    __gt__ = _forward_stand_in_only("gt")
+    __ge__ = _forward_stand_in_only("ge")
+
+
+_FORWARDED = (
+    "getitem setitem delitem contains add sub mul truediv floordiv mod pow matmul and or xor "
+    "lshift rshift radd rsub rmul rtruediv rfloordiv rmod rpow neg pos abs invert round reversed"
+)
+for _op in _FORWARDED.split():
+    setattr(RemoteObject, f"__{_op}__", _forward(_op))
+
+
+class _BoundMethod:
+    """``obj.method`` of a candidate object, called in one request."""
+
+    __slots__ = ("name", "owner")
+
+    def __init__(self, owner: RemoteObject, name: str) -> None:
+        self.owner, self.name = owner, name
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return _call(self.owner, "callmethod", self.name, args, kwargs)
+
+    def __repr__(self) -> str:
+        return f"<candidate method {self.name}>"
+
+
+def _call(
+    target: StandIn, op: str, name: str | None, args: Sequence[Any], kwargs: dict[str, Any]
+) -> Any:
+    session = target.__dict__["_sw_ref"].session
+    fields: dict[str, Any] = {"args": session.encode(list(args)), "kwargs": session.encode(kwargs)}
+    if name is not None:
+        fields["name"] = name
+    answer = session.request(op, target, raw=True, **fields)
+    if type(answer) is not dict or "value" not in answer:
+        raise CandidateError("the candidate's process answered a call with malformed data")
+    try:
+        value = session.decode(answer["value"])
+        mutated = {k: session.decode(v) for k, v in _pairs(answer.get("mutated"))}
+    except plaindata.NotPlainData as exc:
+        raise CandidateError(
+            f"the candidate's process answered with malformed data: {exc}"
+        ) from None
+    for position, new in mutated.items() if type(mutated) is dict else ():
+        index = int(position) if str(position).isdigit() else -1
+        if (
+            0 <= index < len(args)
+            and type(args[index]) in _MUTABLE
+            and type(new) is type(args[index])
+        ):
+            _replace_contents(args[index], new)
+    return value
+
+
+def _pairs(found: Any) -> list[tuple[str, Any]]:
+    return [(str(k), v) for k, v in found.items()] if type(found) is dict else []
+
+
+def _replace_contents(old: Any, new: Any) -> None:
+    if isinstance(old, (list, bytearray)):
+        old[:] = new
+    else:
+        old.clear()
+        old.update(new)
+
+
+class _StandInClassMeta(type):
+    """The type of stand-in classes: calling one constructs in the candidate's process;
+    class attributes, iteration (an Enum) and ``isinstance`` go there too."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        return _call(cls._sw_holder(), "call", None, args, kwargs)
+
+    def __getattr__(cls, name: str) -> Any:
+        if name.startswith("_sw_") or name.startswith("__"):
+            raise AttributeError(name)
+        return cls._sw_holder()._sw_ask("getattr", name=name)
+
+    def __iter__(cls) -> Iterator[Any]:
+        found = cls._sw_holder()._sw_ask("iter")
+        return found if isinstance(found, RemoteIterator) else iter(found)
+
+    def __len__(cls) -> int:
+        return _int(cls._sw_holder()._sw_ask("len"), "len")
+
+    def __getitem__(cls, key: Any) -> Any:
+        return cls._sw_holder()._sw_ask("getitem", key)
+
+    def _sw_holder(cls) -> StandIn:
+        holder = StandIn.__new__(StandIn)
+        holder.__dict__["_sw_ref"] = cls._sw_class_ref
+        return holder
+
+
+def _stand_in_class(session: Session, ref: Ref, info: dict[str, Any]) -> type:
+    name = str(info.get("name", "Remote"))
+    name = name if name.isidentifier() else "Remote"
+    namespace = {
+        "__module__": str(info.get("module", "candidate")),
+        "__qualname__": str(info.get("qualname", name)),
+        "_sw_class_ref": ref,
+    }
+    found = [_base(session, b, exception=bool(info.get("exc"))) for b in info.get("bases", [])]
+    bases = [b for b in found if b is not None]
+    if info.get("exc"):
+        candidates = tuple(bases) or (Exception,)
+        try:
+            return type(name, candidates, namespace)
+        except TypeError:  # bases whose layouts conflict: the nearest that works
+            return type(name, (Exception,), namespace)
+    methods = info.get("methods", [])
+    namespace["_sw_methods"] = frozenset(str(m) for m in methods) if type(methods) is list else ()
+    stand_in_bases = tuple(b for b in bases if issubclass(b, RemoteObject)) or (RemoteObject,)
+    try:
+        return _StandInClassMeta(name, stand_in_bases, namespace)
+    except TypeError:
+        return _StandInClassMeta(name, (RemoteObject,), namespace)
+
+
+def _base(session: Session, base: Any, *, exception: bool) -> type | None:
+    if type(base) is not dict:
+        return None
+    if "builtin" in base:
+        found = getattr(builtins, str(base["builtin"]), None)
+        if exception:
+            if isinstance(found, type) and issubclass(found, Exception):
+                return found
+            return Exception  # KeyboardInterrupt, SystemExit: never as themselves here
+        return None
+    if "std" in base:
+        module, qualname = (str(x) for x in base["std"])
+        found = _local_exception_class(module, qualname) if exception else None
+        return found
+    if "ref" in base:
+        with contextlib.suppress(plaindata.NotPlainData):
+            found = session._deref(base["ref"])
+            if isinstance(found, type):
+                return found
+    return None
+
+
+def _local_exception_class(module: str, qualname: str) -> type[BaseException] | None:
+    """The exception class ``module.qualname`` of this process, where raising it here means
+    what it meant there: builtins and the standard library, never test machinery (a SkipTest
+    would skip the test) and never an escape (KeyboardInterrupt, GeneratorExit)."""
+    if module.split(".")[0] in _MACHINERY:
+        return None
+    if module == "builtins":
+        found = getattr(builtins, qualname, None)
+    elif module.split(".")[0] in sys.stdlib_module_names:
+        try:
+            found = importlib.import_module(module)
+            for part in qualname.split("."):
+                found = getattr(found, part)
+        except Exception:
+            return None
+    else:
+        return None
+    if not isinstance(found, type) or not issubclass(found, BaseException):
+        return None
+    if found is SystemExit or issubclass(found, Exception):
+        return found  # SystemExit inside a test fails it, as it would in process
+    return None
+
+
+def _int(value: Any, what: str) -> int:
+    if type(value) is not int:
+        raise TypeError(f"the candidate's __{what}__ did not return an int")
+    return value
+
+
+def _path(path: Any) -> tuple[str, str] | None:
+    if type(path) is list and len(path) == 2 and all(type(p) is str for p in path):
+        return (path[0], path[1])
+    return None
+
+
+_KINDS = frozenset({"fn", "cls", "obj", "mod", "it"})
+
+#: What the candidate may do with an object the tests passed it, beyond calling it and
+#: reading its public attributes.
+_THEIR_OPERATIONS: dict[str, Any] = {
+    "iter": iter,
+    "next": next,
+    "len": len,
+    "getitem": lambda o, k: o[k],
+    "contains": lambda o, x: x in o,
+    "repr": repr,
+}
+
+
+def _write_output(stream: str, text: str) -> None:
+    (sys.stderr if stream == "err" else sys.stdout).write(text)
+
+
+def _rewarn_from(session: Session) -> Any:
+    def rewarn(message: dict[str, Any]) -> None:
+        found = message.get("warn")
+        if type(found) is not list:
+            return
+        for entry in found[:100]:
+            if type(entry) is not list or len(entry) != 4:
+                continue
+            category, text, filename, lineno = entry
+            cls = _warning_class(session, category)
+            with contextlib.suppress(Exception):
+                warnings.warn_explicit(
+                    str(text), cls, str(filename), int(lineno) if type(lineno) is int else 0
+                )
+
+    return rewarn
+
+
+def _warning_class(session: Session, described: Any) -> type[Warning]:
+    found: Any = None
+    if type(described) is dict and "builtin" in described:
+        found = getattr(builtins, str(described["builtin"]), None)
+    elif type(described) is dict and "ref" in described:
+        with contextlib.suppress(plaindata.NotPlainData, CandidateUnavailable):
+            found = session._deref(described["ref"])
+    return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
+
+
+# -- the import hook --------------------------------------------------------------------------
+
+
+class ProxyModule(types.ModuleType):
+    """A module of the candidate's, as the tests import it."""
+
+    _sw_session: Session
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") and name.endswith("__") and name != "__all__":
+            raise AttributeError(name)
+        session = self.__dict__["_sw_session"]
+        value = session.request("getattr", self, name=name)
+        if isinstance(value, (RemoteFunction, type)):
+            self.__dict__[name] = value  # the same object on every access, as in process
+        return value
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if not name.startswith("__"):
+            session = self.__dict__["_sw_session"]
+            session.request("setattr", self, name=name, value=session.encode(value))
+        super().__setattr__(name, value)
+
+    def __delattr__(self, name: str) -> None:
+        session = self.__dict__["_sw_session"]
+        session.request("delattr", self, name=name)
+        with contextlib.suppress(AttributeError):
+            super().__delattr__(name)
+
+
+class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Answers imports of the candidate's top-level names (and below them) with proxies."""
+
+    def __init__(self, session: Session, names: Sequence[str]) -> None:
+        self.session = session
+        self.names = frozenset(names)
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if fullname.split(".")[0] not in self.names:
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self, is_package=True)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+        module = ProxyModule(spec.name)
+        module.__dict__["_sw_session"] = self.session
+        return module
+
+    def exec_module(self, module: types.ModuleType) -> None:
+        try:
+            self.session.request("import", module=module.__name__)
+        except CandidateUnavailable:
+            raise
+        except Exception as exc:
+            raise ImportError(f"{type(exc).__name__}: {exc}", name=module.__name__) from exc
+        module.__dict__["__path__"] = []  # a package: submodules come through this finder too
+
+
+def install(spawner_fd: int, names: Sequence[str]) -> Session:
+    """Answer imports of ``names`` with proxies to a candidate process the spawner starts.
+    Names the test process can import itself (the standard library, pytest...) stay its own,
+    as a candidate on the end of sys.path could not shadow them either."""
+    session = Session(socket_from_fd(spawner_fd))
+    own = [n for n in names if n not in sys.modules and importlib.util.find_spec(n) is None]
+    sys.meta_path.insert(0, ProxyFinder(session, own))
+    return session

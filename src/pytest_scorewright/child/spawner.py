@@ -1,0 +1,161 @@
+"""The run's spawner: PID 1 (or S, without namespaces) starts the test process and, when
+isolation is by process, the candidate's process each time the test process asks.
+
+The spawner is ours and stays privileged inside the run's namespaces, and its memory holds
+nothing of the tests (it was forked before any test module was read), so a candidate process
+forked from it starts clean: it never sees the test process's memory. The test process asks
+over a socket pair made before it was forked; the spawner answers with one end of a fresh
+socket pair whose other end the candidate's process holds.
+
+The candidate's process is confined like the test process (rlimits, Landlock, the same
+sandbox uid, so files the test makes in its tmp_path are the candidate's to read) and more:
+the tests and the test process's home are hidden under empty read-only tmpfs mounts in a
+mount namespace of its own (where the spawner may make one), and Landlock allows it neither.
+The test process is non-dumpable, so the candidate's process, though of the same uid, can
+neither ptrace it nor read its memory or descriptors through /proc.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import socket
+from collections.abc import Callable
+from typing import NoReturn
+
+from pytest_scorewright.child import linux
+from pytest_scorewright.child.confine import confine_worker
+from pytest_scorewright.sandbox.wire import SandboxSpec
+
+_EXIT_CANDIDATE_SETUP = 73
+#: Candidate processes one run may start (the first, and restarts after crashes).
+MAX_SPAWNS = 10
+
+
+def run_worker(
+    spec: SandboxSpec,
+    start_worker: Callable[[int | None], NoReturn],
+    after_fork: Callable[[int], None],
+) -> int:
+    """Fork the test process (``start_worker(spawner_fd)``), call ``after_fork(pid)`` (which
+    must close what no candidate process may inherit: the message pipe), serve the test
+    process's requests for candidate processes, and return its wait status once it ended."""
+    if spec.candidate is None:
+        worker = os.fork()
+        if worker == 0:
+            start_worker(None)
+        after_fork(worker)
+        return reap_until(worker)
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    worker = os.fork()
+    if worker == 0:
+        ours.close()
+        theirs.set_inheritable(True)
+        start_worker(theirs.fileno())
+    theirs.close()
+    after_fork(worker)
+    return _serve(spec, worker, ours)
+
+
+def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
+    spawned = 0
+    pidfd: int | None = None
+    with contextlib.suppress(AttributeError, OSError):
+        pidfd = os.pidfd_open(worker)
+    watched = [requests.fileno(), *([pidfd] if pidfd is not None else [])]
+    open_requests = True
+    try:
+        while True:
+            status = _reap_some(worker)
+            if status is not None:
+                return status
+            ready, _, _ = select.select(watched if open_requests else watched[1:], [], [], 0.05)
+            if requests.fileno() in ready:
+                try:
+                    asked = requests.recv(1)
+                except OSError:
+                    asked = b""
+                if not asked:
+                    open_requests = False  # the test process closed it (or ended)
+                    if pidfd is None:
+                        return reap_until(worker)
+                    continue
+                if spawned < MAX_SPAWNS:
+                    spawned += 1
+                    _answer_with_candidate(spec, requests)
+                else:
+                    requests.close()
+                    open_requests = False
+    finally:
+        if pidfd is not None:
+            os.close(pidfd)
+
+
+def _reap_some(worker: int) -> int | None:
+    """Reap every child that has ended (candidate processes, orphans); the worker's wait
+    status if it was one of them."""
+    while True:
+        try:
+            pid, status = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return 0
+        if pid == 0:
+            return None
+        if pid == worker:
+            return status
+
+
+def _answer_with_candidate(spec: SandboxSpec, requests: socket.socket) -> None:
+    for_test, for_candidate = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the candidate's process; tested end to end
+        requests.close()
+        for_test.close()
+        _candidate_process(spec, for_candidate)
+    for_candidate.close()
+    with contextlib.suppress(OSError):
+        socket.send_fds(requests, [b"c"], [for_test.fileno()])
+    for_test.close()
+
+
+def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:
+    plan = spec.candidate
+    try:
+        assert plan is not None  # noqa: S101 - only forked in process isolation
+        _hide(spec.hide)
+        confine_worker(plan)
+        from pytest_scorewright.child.candidate import start
+
+        start(sock, spec.candidate_path)
+    except BaseException:  # noqa: S110 - the test process sees the channel close
+        pass
+    os._exit(_EXIT_CANDIDATE_SETUP)
+
+
+def _hide(paths: tuple[str, ...]) -> None:
+    """Cover ``paths`` with empty read-only tmpfs mounts in a mount namespace of this process's
+    own, where it may make one (the spawner is privileged in the run's namespaces); elsewhere
+    Landlock alone keeps them unreadable."""
+    if not paths:
+        return
+    try:
+        linux.unshare(linux.CLONE_NEWNS)
+    except OSError:
+        return
+    for path in paths:
+        with contextlib.suppress(OSError):
+            flags = linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV
+            linux.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=555")
+
+
+def reap_until(worker: int) -> int:
+    while True:
+        try:
+            pid, status = os.wait()
+        except ChildProcessError:
+            return 0
+        except InterruptedError:
+            continue
+        if pid == worker:
+            return status
