@@ -17,7 +17,14 @@ from pathlib import Path
 
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.features import Features
-from pytest_scorewright.sandbox.wire import Mask, MonitorPaths, Policy, SandboxSpec, WorkerPlan
+from pytest_scorewright.sandbox.wire import (
+    MAX_MESSAGES,
+    Mask,
+    MonitorPaths,
+    Policy,
+    SandboxSpec,
+    WorkerPlan,
+)
 from pytest_scorewright.sandbox.workspace import Workspace
 from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.warm.prepared import STARTABLE_PLUGINS
@@ -126,8 +133,10 @@ class RunPlanner:
         extra_args: Sequence[str],
         timeout_s: float,
         select: Sequence[str] | None = None,
+        max_messages: int = MAX_MESSAGES,
     ) -> SandboxSpec:
-        """The whole plan of one run in ``workspace``, within ``timeout_s``."""
+        """The whole plan of one run in ``workspace``, within ``timeout_s``, taking at most
+        ``max_messages`` messages from it."""
         s = self.settings
         ws = workspace
         if self.fixed_root is not None:
@@ -176,6 +185,7 @@ class RunPlanner:
             bind_root=str(workspace.root) if self.fixed_root is not None else "",
             fixed_root=str(self.fixed_root or ""),
             early_conftests=bool(self._early.get(tests)),
+            max_messages=max_messages,
         )
 
     # -- what the result says about the runs --------------------------------------------------
