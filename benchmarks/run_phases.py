@@ -34,7 +34,8 @@ DEFAULT_TASK = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "nu
 
 
 def phases(evaluator: Evaluator, candidate: Path) -> dict[str, float]:
-    run = evaluator._launch(candidate, evaluator.tests, (), evaluator.limits.timeout_s)
+    (visible,) = evaluator._suites(evaluator.expected_visible, None, with_heldout=False)
+    run = evaluator._launch(candidate, visible, (), evaluator.limits.timeout_s)
     launched = time.perf_counter()
     outcome = run.wait()
     observed = time.perf_counter() - launched

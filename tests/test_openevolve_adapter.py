@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import math
+import os
+import signal
 import time
 from pathlib import Path
 from typing import Any
@@ -101,3 +103,55 @@ def test_to_metrics_is_pure_and_plain() -> None:
     found = artifacts(result)
     assert found == {"scorewright_heldout": "0/1 held-out tests passed"}
     assert isinstance(ScoreResult.from_json(result.to_json()), ScoreResult)
+
+
+# The red team's: after one hostile program every later program of a long-lived OpenEvolve
+# evaluator scored 0 (the shared warm parent was dead). Frames into the result pipe: a lone
+# surrogate, a NaN, nesting 100,000 deep, ids that are not strings.
+HOSTILE = (
+    "import os, struct\n"
+    "bodies = [\n"
+    '    b\'{"type": "finding", "code": "x", "detail": "\\\\udc80"}\',\n'
+    '    b\'{"type": "report", "duration": NaN}\',\n'
+    "    b'{\"type\": \"x\", \"v\": ' + b'[' * 100000 + b']' * 100000 + b'}',\n"
+    '    b\'{"type": "collected", "ids": [[1], 2], "heldout": []}\',\n'
+    "]\n"
+    "for body in bodies:\n"
+    "    for name in os.listdir('/proc/self/fd'):\n"
+    "        if int(name) > 2:\n"
+    "            try:\n"
+    "                os.write(int(name), struct.pack('>I', len(body)) + body)\n"
+    "            except OSError:\n"
+    "                pass\n"
+) + PROGRAMS["reference"]
+
+
+def test_a_long_lived_openevolve_evaluator_is_as_good_after_a_hostile_program(
+    evaluation_file: Path,
+) -> None:
+    from pytest_scorewright import openevolve as adapter
+
+    config = openevolve_config.load_config(str(EXAMPLE / "config.yaml"))
+    evaluator = openevolve_evaluator.Evaluator(config.evaluator, str(evaluation_file))
+
+    def combined(code: str, name: str) -> float:
+        metrics = asyncio.run(evaluator.evaluate_program(code, name))
+        assert all(type(v) is float and math.isfinite(v) for v in metrics.values()), metrics
+        return float(metrics["combined_score"])
+
+    honest = PROGRAMS["reference"]
+    before = combined(honest, "honest-1")
+    assert before > 0.5
+    hostile = combined(HOSTILE, "hostile")
+    assert hostile < before
+    found = evaluator.get_pending_artifacts("hostile") or {}
+    assert "channel" in str(found.get("scorewright_integrity", "")), found
+    assert combined(honest, "honest-2") == before
+    # And a warm parent that dies between programs (the OOM killer, say) is started again.
+    tests = (TASK / "tests").resolve()
+    core = next(e.evaluator for e in adapter._cache.values() if e.evaluator.tests == tests)
+    assert core._warm is not None
+    os.kill(core._warm._proc.pid, signal.SIGKILL)
+    core._warm._proc.wait()
+    assert combined(honest, "honest-3") == before
+    assert core._warm.restarts == 1

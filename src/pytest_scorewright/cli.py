@@ -65,9 +65,10 @@ def _cmd_score(args: argparse.Namespace) -> int:
     _start_warm_parent()
     if args.out:
         check_writable(args.out)  # before any work: an unwritable path is a usage error
-    evaluator = _evaluator_from_args(args)
     fitness, meta = _fitness_from_args(args)
-    result = with_fitness(evaluator.score(args.candidate), fitness, meta)
+    # Closed before the command returns: the warm parent, too, ends with the command.
+    with _evaluator_from_args(args) as evaluator:
+        result = with_fitness(evaluator.score(args.candidate), fitness, meta)
     if args.out:
         result.write(args.out)
         for line in summary_lines(result, out=args.out):
@@ -88,12 +89,13 @@ def _cmd_score_many(args: argparse.Namespace) -> int:
     fitness, meta = _fitness_from_args(args)
     progress = sys.stderr.isatty()
     started = time.monotonic()
-    flagged = failed = 0
+    flagged = failed = ours = 0
     with _evaluator_from_args(args) as evaluator:
         for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
             with_fitness(result, fitness, meta).write(out_dir / names[index])
             flagged += result.integrity.flagged
             failed += not result.ok
+            ours += result.infrastructure
             if progress:
                 print(f"\r[{done}/{len(paths)}] {names[index]}".ljust(60), end="", file=sys.stderr)
     if progress:
@@ -102,7 +104,8 @@ def _cmd_score_many(args: argparse.Namespace) -> int:
     print(
         f"scorewright: scored {len(paths)} candidates in {elapsed:.1f}s "
         f"({len(paths) / elapsed:.2f}/s) with -j {args.jobs}; {failed} not ok, {flagged} flagged; "
-        f"results in {out_dir}",
+        + (f"{ours} not scored for reasons of ours (retry them); " if ours else "")
+        + f"results in {out_dir}",
         file=sys.stderr,
     )
     return 0

@@ -21,3 +21,8 @@ class OutputPathError(ConfigError):
 
 class ResultFormatError(ScorewrightError):
     """A ScoreResult JSON document is malformed or of an unknown schema version."""
+
+
+class InfrastructureError(ScorewrightError):
+    """A run failed for a reason of ours or the machine's, not the candidate's (its warm
+    parent died, its job process was lost): scoring it again may well work."""

@@ -7,6 +7,7 @@ held-out tests in separate sandboxed children, and decides every outcome itself.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import functools
 import os
@@ -14,22 +15,23 @@ import tempfile
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
 from typing import Any
 
-from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.errors import ConfigError, InfrastructureError
 from pytest_scorewright.fanout.remote import score_on_worker
 from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.reasons import Baseline
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
-from pytest_scorewright.results.assemble import assemble
+from pytest_scorewright.results.assemble import assemble, infrastructure_result
 from pytest_scorewright.sandbox import features
 from pytest_scorewright.sandbox.collect import STUB, expected_ids
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.plan import RunPlanner, RunSettings
-from pytest_scorewright.sandbox.wire import Anchor, ChildOutcome
+from pytest_scorewright.sandbox.wire import MAX_MESSAGES, Anchor, ChildOutcome
 from pytest_scorewright.sandbox.workspace import (
     CopyReport,
     Workspace,
@@ -41,6 +43,16 @@ from pytest_scorewright.warm.parent import WarmParent, take_prestarted
 
 #: The ``isolation`` choices (docs/isolation.md).
 ISOLATIONS = ("auto", "process", "in-process")
+#: Beyond a run's time limit and grace, how long its answer may take before the run is
+#: given up (a loaded machine, a slow fork); only a lost job process ever needs it.
+_PATIENCE_S = 60.0
+#: How long a stopped run may take to end (kill, reap, sweep) before it is given up.
+_STOP_WAIT_S = 10.0
+#: A candidate's run may send at least this many messages, and this many a test: the
+#: parent spends ~16 us on each after the run, so the cap keeps that well within the grace
+#: period for any suite whose reference fits in it.
+_MESSAGE_FLOOR = 20_000
+_MESSAGES_A_TEST = 10
 
 
 class Evaluator:
@@ -167,6 +179,7 @@ class Evaluator:
         self.isolation_why = (
             "asked for" if isolation != "auto" else "no reference to try the suite apart with"
         )
+        self._reference_messages: dict[str, int] = {}
         self.baseline = self._measure_reference() if self.reference is not None else None
 
     # -- public ------------------------------------------------------------------------------
@@ -193,6 +206,24 @@ class Evaluator:
             expected_visible = [e for e in expected_visible if e[0] in wanted]
         select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
         suites = self._suites(expected_visible, select, with_heldout=heldout)
+        started = time.monotonic()
+        try:
+            return self._score(path, suites)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            # Ours or the machine's, never the candidate's: this candidate gets a result
+            # that says so, and the Evaluator goes on scoring the next (its warm parent is
+            # started again if it died).
+            if isinstance(exc, InfrastructureError):
+                error = str(exc)
+            else:
+                error = f"scorewright failed ({type(exc).__name__}: {exc}); please report it"
+            return infrastructure_result(
+                path, error, time.monotonic() - started, limits=self.limits
+            )
+
+    def _score(self, path: Path, suites: Sequence[_Suite]) -> ScoreResult:
         judged, copied, visible_s = self._run_suites(path, suites)
         runs = [(suite.name, run) for suite, run in zip(suites, judged, strict=True)]
         repeats = [judged[0][0].timing.tests_s]
@@ -233,18 +264,37 @@ class Evaluator:
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
+        # One candidate never stops the others: whatever goes wrong with one (its worker
+        # lost, a bug of ours) becomes its own result, and the rest are scored.
         if executor is not None:
             # A partial of a module-level function: it must pickle, to reach other processes.
-            remote = bounded(executor, functools.partial(score_on_worker, self.recipe), paths, 256)
+            remote = bounded(
+                executor,
+                functools.partial(score_on_worker, self.recipe),
+                paths,
+                256,
+                failed=lambda path, exc: self._unscored(path, exc).to_json(),
+            )
             for index, text in remote:
                 yield index, ScoreResult.from_json(text)
             return
         if self._warm is None or workers == 1:
             for index, path in enumerate(paths):
-                yield index, self.score(path)
+                try:
+                    result = self.score(path)
+                except Exception as exc:
+                    result = self._unscored(path, exc)
+                yield index, result
             return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
-            yield from bounded(pool, self.score, paths, 2 * workers)
+            yield from bounded(pool, self.score, paths, 2 * workers, failed=self._unscored)
+
+    def _unscored(self, path: Path, exc: BaseException) -> ScoreResult:
+        """The result of a candidate of a batch that raised instead of being scored."""
+        if isinstance(exc, ConfigError):  # the path went away meanwhile: the caller's
+            return infrastructure_result(path, str(exc), 0.0, limits=self.limits, ours=False)
+        error = str(exc) if isinstance(exc, InfrastructureError) else f"{type(exc).__name__}: {exc}"
+        return infrastructure_result(path, f"could not be scored: {error}", 0.0, limits=self.limits)
 
     def close(self) -> None:
         """Stop the warm parent (also happens when this process exits)."""
@@ -271,7 +321,17 @@ class Evaluator:
         suites = [_Suite("visible", self.tests, expected_visible, select)]
         if self.heldout is not None and with_heldout:
             suites.append(_Suite("held-out", self.heldout, self.expected_heldout, None))
-        return suites
+        return [
+            dataclasses.replace(s, max_messages=self._message_cap(s.name, len(s.expected)))
+            for s in suites
+        ]
+
+    def _message_cap(self, suite: str, tests: int) -> int:
+        """Most messages a candidate's run of ``suite`` may send: what its tests need
+        (three a test, room for subtests and anchored values; twice what the reference
+        sent), so the parent's work after a run stays proportional to the suite's."""
+        sent = self._reference_messages.get(suite, 0)
+        return min(MAX_MESSAGES, max(_MESSAGE_FLOOR, _MESSAGES_A_TEST * tests, 2 * sent))
 
     def _run_suites(
         self, candidate: Path, suites: Sequence[_Suite], share: float | None = None
@@ -299,9 +359,11 @@ class Evaluator:
         launched: list[_Launched] = []
         try:
             for suite, limit in zip(suites, shares, strict=True):
-                launched.append(self._launch(candidate, suite.tests, (), limit, suite.select))
-        finally:
-            observed = _wait_all(launched)  # every run ends and its work dir goes, whatever
+                launched.append(self._launch(candidate, suite, (), limit))
+        except BaseException:
+            _stop_all(launched)  # every run ends and its work dir goes, whatever
+            raise
+        observed = _wait_all(launched)
         judged = [
             (self._judge(suite, outcome, limit), outcome)
             for suite, outcome, limit in zip(suites, observed, shares, strict=True)
@@ -311,8 +373,9 @@ class Evaluator:
     def _judged_run(
         self, candidate: Path, suite: _Suite, timeout_s: float
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
-        observed, copied = self._run(candidate, suite.tests, (), timeout_s, suite.select)
-        return (self._judge(suite, observed, timeout_s), observed), copied
+        run = self._launch(candidate, suite, (), timeout_s)
+        observed = run.wait()
+        return (self._judge(suite, observed, timeout_s), observed), run.workspace.report
 
     def _judge(self, suite: _Suite, observed: ChildOutcome, timeout_s: float) -> RunVerdict:
         return judge(
@@ -350,9 +413,15 @@ class Evaluator:
         """The reference's runs on both suites (each with the whole budget, at once through
         the warm parent), and what keeps it from passing, if anything."""
         assert self.reference is not None  # noqa: S101 - only called with a reference
-        suites = self._suites(self.expected_visible, None, with_heldout=True)
+        suites = [
+            dataclasses.replace(s, max_messages=MAX_MESSAGES)  # trusted: as much as it sends
+            for s in self._suites(self.expected_visible, None, with_heldout=True)
+        ]
         judged, _, _ = self._run_suites(self.reference, suites, share=self.limits.timeout_s)
-        runs = [(suite.name, verdict) for suite, (verdict, _) in zip(suites, judged, strict=True)]
+        runs = []
+        for suite, (verdict, observed) in zip(suites, judged, strict=True):
+            self._reference_messages[suite.name] = len(observed.messages)
+            runs.append((suite.name, verdict))
         for name, verdict in runs:
             failing = [r for r in verdict.records if not r.passed]
             odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
@@ -387,57 +456,57 @@ class Evaluator:
             launched: list[_Launched] = []
             try:
                 for tests, _ in suites:
+                    suite = _Suite("collection", tests, (), None)
                     launched.append(
                         self._launch(
                             source,
-                            tests,
+                            suite,
                             ("--collect-only",),
                             self.limits.timeout_s,
                             isolated=False,  # the trusted collection imports the reference
                         )
                     )
-            finally:
-                observed = _wait_all(launched)
+            except BaseException:
+                _stop_all(launched)
+                raise
+            observed = _wait_all(launched)
         found = [
             expected_ids(tests, outcome, all_heldout=all_heldout, what=what)
             for (tests, all_heldout), outcome in zip(suites, observed, strict=True)
         ]
         return found[0], found[1] if len(found) > 1 else []
 
-    def _run(
-        self,
-        candidate: Path,
-        tests: Path,
-        extra_args: Iterable[str],
-        timeout_s: float,
-        select: Sequence[str] | None = None,
-    ) -> tuple[ChildOutcome, CopyReport]:
-        run = self._launch(candidate, tests, extra_args, timeout_s, select)
-        return run.wait(), run.workspace.report
-
     def _launch(
         self,
         candidate: Path,
-        tests: Path,
+        suite: _Suite,
         extra_args: Iterable[str],
         timeout_s: float,
-        select: Sequence[str] | None = None,
         *,
         isolated: bool | None = None,
     ) -> _Launched:
         """Start a sandboxed run (through the warm parent; without one, run it to the end
         here); ``wait()`` on the result gives its outcome and removes its work dir."""
-        workspace = self._planner.workspace(candidate, tests)
+        workspace = self._planner.workspace(candidate, suite.tests)
         apart = self.isolated if isolated is None else isolated
         try:
             spec = self._planner.spec(
-                workspace, tests, tuple(extra_args), timeout_s, select, isolated=apart
+                workspace,
+                suite.tests,
+                tuple(extra_args),
+                timeout_s,
+                suite.select,
+                max_messages=suite.max_messages,
+                isolated=apart,
             )
+            # The longest a run can take, with room for a busy machine; past it, the run is
+            # stopped and lost (a hung job process would otherwise hang score()).
+            patience = timeout_s + self.limits.grace_s + _PATIENCE_S
             if self._warm is not None:
-                return _Launched(workspace, self._warm.submit(spec))
+                return _Launched(workspace, self._warm.submit(spec), self._warm, patience)
             done: Future[ChildOutcome] = Future()
             done.set_result(run_sandboxed(spec))
-            return _Launched(workspace, done)
+            return _Launched(workspace, done, None, patience)
         except BaseException:
             workspace.remove()
             raise
@@ -451,27 +520,52 @@ class _Suite:
     tests: Path
     expected: Sequence[tuple[str, bool]]
     select: Sequence[str] | None
+    max_messages: int = MAX_MESSAGES
 
 
 @dataclasses.dataclass(frozen=True)
 class _Launched:
     workspace: Workspace
     future: Future[ChildOutcome]
+    warm: WarmParent | None
+    patience: float
 
     def wait(self) -> ChildOutcome:
         try:
-            return self.future.result()
+            return self.future.result(timeout=self.patience)
+        except FutureTimeout:
+            raise InfrastructureError(
+                f"a run gave no answer within {self.patience:.0f}s; it was stopped"
+            ) from None
         finally:
+            self.stop()  # nothing to do unless it was given up, or interrupted
             self.workspace.remove()
+
+    def stop(self) -> None:
+        """End the run now, if it is still going, and wait (a little) until it has."""
+        if self.warm is not None and not self.future.done():
+            self.warm.stop(self.future)
+            with contextlib.suppress(Exception):
+                self.future.result(timeout=_STOP_WAIT_S)
 
 
 def _wait_all(launched: Sequence[_Launched]) -> list[ChildOutcome]:
-    outcomes, errors = [], []
+    """Every run's outcome. Whatever goes wrong while waiting (a run lost, an interrupt),
+    every other run is stopped and waited for, and its work dir removed, before it is
+    raised: nothing of a run outlives the call."""
+    outcomes: list[ChildOutcome] = []
+    try:
+        for run in launched:
+            outcomes.append(run.wait())
+    except BaseException:
+        _stop_all(launched[len(outcomes) + 1 :])
+        raise
+    return outcomes
+
+
+def _stop_all(launched: Sequence[_Launched]) -> None:
     for run in launched:
         try:
-            outcomes.append(run.wait())
-        except Exception as exc:  # the warm parent died: raised once every run is settled
-            errors.append(exc)
-    if errors:
-        raise errors[0]
-    return outcomes
+            run.stop()
+        finally:
+            run.workspace.remove()

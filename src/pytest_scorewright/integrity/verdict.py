@@ -6,6 +6,11 @@ collection; a test the child never reported did not pass; reports for tests nobo
 repeated reports, reports after the session's end and malformed reports are ignored and
 recorded as integrity reasons; a session that ended early is an error with its reason; and
 each test's duration is the parent's own clock between messages.
+
+Everything kept from a run is bounded whatever the child sends: reasons are one per code with
+a count, monitor findings one per code with a count and at most :data:`MAX_FINDINGS` codes
+(the rest counted in one more reason), collection errors at most
+:data:`MAX_COLLECTION_ERRORS` (the rest counted), and every text cut to a fixed length.
 """
 
 from __future__ import annotations
@@ -31,7 +36,23 @@ _PYTEST_OUTCOMES = ("passed", "failed", "skipped")
 
 
 #: How a run ended, as the parent saw it.
-ENDINGS = ("finished", "timeout", "crash", "early_exit", "import_error", "channel_broken")
+ENDINGS = (
+    "finished",
+    "timeout",
+    "crash",
+    "early_exit",
+    "import_error",
+    "channel_broken",
+    "stopped",
+)
+
+#: Distinct finding codes kept from one run: the monitor sends at most 50 findings
+#: (child/monitor.py); more distinct codes are forged, and are counted, not kept.
+MAX_FINDINGS = 50
+#: Collection errors kept from one run; the rest are counted.
+MAX_COLLECTION_ERRORS = 100
+#: Longest session error text kept from the child (an interrupt's reason, say).
+_REASON_CHARS = 1000
 
 
 @dataclass(frozen=True)
@@ -73,15 +94,28 @@ class _Evidence:
     sandbox: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
     findings: dict[str, Reason] = field(default_factory=dict)
+    finding_counts: dict[str, int] = field(default_factory=dict)
+    findings_dropped: int = 0
+    collection_errors_dropped: int = 0
     collected_at: float | None = None
     child_tests_s: float = 0.0
     anchors: dict[str, list[Anchor]] = field(default_factory=dict)
 
-    def note(self, code: str, detail: str) -> None:
+    def note(self, code: str, detail: str, times: int = 1) -> None:
         # One reason per code, with a count: a flood of forged reports is one finding.
-        self.counts[code] = self.counts.get(code, 0) + 1
-        if self.counts[code] == 1:
+        self.counts[code] = self.counts.get(code, 0) + times
+        if self.counts[code] == times:
             self.reasons.append(Reason(code, bound_message(detail, 300)))
+
+    def find(self, code: str, detail: str) -> None:
+        """A monitor finding: kept once per code, counted, at most MAX_FINDINGS codes."""
+        if code in self.findings:
+            self.finding_counts[code] += 1
+        elif len(self.findings) < MAX_FINDINGS:
+            self.findings[code] = Reason(code, bound_message(detail, 300))
+            self.finding_counts[code] = 1
+        else:
+            self.findings_dropped += 1
 
 
 def judge(
@@ -111,12 +145,16 @@ def judge(
         for record in ev.tracker.records()
         if record.nodeid in ev.expected
     ]
-    for code, count in ev.counts.items():
-        if count > 1:
-            ev.reasons = [
-                Reason(r.code, f"{r.detail} (x{count})") if r.code == code else r
-                for r in ev.reasons
-            ]
+    ev.reasons = [_counted(r, ev.counts.get(r.code, 1)) for r in ev.reasons]
+    findings = [_counted(r, ev.finding_counts[code]) for code, r in ev.findings.items()]
+    if ev.findings_dropped:
+        findings.append(
+            Reason(
+                "findings_capped",
+                f"{ev.findings_dropped} more finding(s) with codes beyond the first "
+                f"{MAX_FINDINGS} were counted, not kept",
+            )
+        )
     start = ev.collected_at or 0.0
     return RunVerdict(
         records=records,
@@ -126,7 +164,7 @@ def judge(
         sandbox=ev.sandbox,
         finished=ev.finish is not None,
         ending=_ending(ev, observed, error),
-        findings=list(ev.findings.values()),
+        findings=findings,
         anchors=ev.anchors,
         timing=RunTiming(
             collected_s=ev.collected_at,
@@ -134,6 +172,10 @@ def judge(
             child_tests_s=round(ev.child_tests_s, 6),
         ),
     )
+
+
+def _counted(reason: Reason, count: int) -> Reason:
+    return Reason(reason.code, f"{reason.detail} (x{count})") if count > 1 else reason
 
 
 def _compare_anchors(ev: _Evidence, reference: Mapping[str, Sequence[Anchor]]) -> None:
@@ -157,6 +199,8 @@ def _compare_anchors(ev: _Evidence, reference: Mapping[str, Sequence[Anchor]]) -
 def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
     if error is None:
         return "finished"
+    if observed.stopped is not None:
+        return "stopped"
     if observed.timed_out:
         return "timeout"
     if observed.channel_error is not None:
@@ -174,10 +218,12 @@ def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
 def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]) -> None:
     kind = message.get("type")
     if kind == wire.SANDBOX:
-        if index == 0:  # only before any candidate code could have written
-            ev.sandbox = {k: v for k, v in message.items() if k != "type"}
-        else:
+        if index != 0:  # only the first, written before any candidate code could write
             ev.note("forged_message", "a sandbox message arrived after candidate code ran")
+        elif (problem := wire.problem(message)) is not None:
+            ev.note("malformed_message", problem)
+        else:
+            ev.sandbox = {k: v for k, v in message.items() if k != "type"}
         return
     if ev.finish is not None:
         ev.note(
@@ -194,7 +240,11 @@ def _consider(ev: _Evidence, index: int, arrived: float, message: dict[str, Any]
 
 def _on_collect_error(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
     nodeid, text = message["nodeid"], message["message"]
-    ev.collection_errors.append(CollectionError(nodeid, bound_message(text)))
+    if len(ev.collection_errors) < MAX_COLLECTION_ERRORS:
+        error = CollectionError(bound_message(nodeid, 300), bound_message(text))
+        ev.collection_errors.append(error)
+    else:
+        ev.collection_errors_dropped += 1
 
 
 def _on_collected(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
@@ -214,19 +264,16 @@ def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
         return
     ev.anchors.setdefault(ev.current, []).append(anchor)
     if anchor.not_plain is not None:
-        ev.findings.setdefault(
+        ev.find(
             "anchor_not_plain",
-            Reason(
-                "anchor_not_plain",
-                f"{ev.current} anchored a {anchor.not_plain[:80]}, not a plain value",
-            ),
+            f"{ev.current[:200]} anchored a {anchor.not_plain[:80]}, not a plain value",
         )
 
 
 def _on_finding(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
     code, detail = message["code"], message["detail"]
     if _CODE.fullmatch(code):
-        ev.findings.setdefault(code, Reason(code, bound_message(detail, 300)))
+        ev.find(code, detail)
     else:
         ev.note("malformed_message", "a finding with a malformed code")
 
@@ -237,7 +284,7 @@ def _on_finish(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
 
 def _on_session_error(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
     kind = message["type"]
-    reason = str(message.get("reason", message.get("of", "")))
+    reason = bound_message(str(message.get("reason", message.get("of", ""))), _REASON_CHARS)
     ev.session_error = ev.session_error or _describe_event(kind, reason)
 
 
@@ -286,25 +333,19 @@ def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> 
 
 
 def _parse_report(m: dict[str, Any]) -> PhaseReport | None:
-    nodeid, when, outcome = m.get("nodeid"), m.get("when"), m.get("outcome")
-    duration, text = m.get("duration"), m.get("message", "")
-    if not (isinstance(nodeid, str) and when in _WHEN and outcome in _PYTEST_OUTCOMES):
-        return None
-    if not isinstance(duration, (int, float)) or isinstance(duration, bool):
-        return None
-    if not math.isfinite(duration) or duration < 0 or not isinstance(text, str):
-        return None
-    flags = (m.get("wasxfail", False), m.get("subtest", False))
-    if not all(isinstance(f, bool) for f in flags):
+    # Field types are the wire table's, checked by wire.problem() already; what is left are
+    # the values.
+    when, outcome, duration = m["when"], m["outcome"], m["duration"]
+    if when not in _WHEN or outcome not in _PYTEST_OUTCOMES or not 0 <= duration < math.inf:
         return None
     return PhaseReport(
-        nodeid=nodeid,
-        when=str(when),
-        outcome=str(outcome),
+        nodeid=m["nodeid"],
+        when=when,
+        outcome=outcome,
         duration=float(duration),
-        message=bound_message(text),
-        wasxfail=flags[0],
-        subtest=flags[1],
+        message=bound_message(m.get("message", "")),
+        wasxfail=m.get("wasxfail", False),
+        subtest=m.get("subtest", False),
     )
 
 
@@ -336,6 +377,8 @@ _HANDLERS: dict[str, Callable[[_Evidence, float, dict[str, Any]], None]] = {
 
 
 def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> str | None:
+    if observed.stopped is not None:
+        return f"the run was stopped by scorewright, not by the candidate: {observed.stopped}"
     if observed.timed_out:
         where = f" while running {ev.current}" if ev.current else ""
         return f"timed out after {timeout_s:.1f}s{where}"
@@ -344,9 +387,10 @@ def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> s
     if ev.collection_errors:
         first = ev.collection_errors[0]
         last_line = first.message.strip().splitlines()[-1] if first.message.strip() else ""
+        count = len(ev.collection_errors) + ev.collection_errors_dropped
         return (
-            f"{len(ev.collection_errors)} test file(s) could not be collected with the "
-            f"candidate; first: {first.nodeid}: {last_line}"
+            f"{count} test file(s) could not be collected with the "
+            f"candidate; first: {first.nodeid}: {bound_message(last_line, 300)}"
         )
     if ev.session_error is not None:
         return ev.session_error

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scorewright._text import excerpt
+from pytest_scorewright._text import bound_message, excerpt
 from pytest_scorewright.integrity.reasons import Baseline, assess, repeat_reasons
 from pytest_scorewright.integrity.static_scan import scan_path
 from pytest_scorewright.integrity.verdict import RunVerdict
@@ -56,6 +56,7 @@ def assemble(
         mode="evaluator",
         duration_s=sum(o.wall_s for o in observed),
         error="; ".join(errors) or None,
+        infrastructure=any(o.stopped is not None for o in observed),
         reasons=reasons,
         limits=limits_record(
             runs, limits, network=network, pytest_config=pytest_config, isolation=isolation
@@ -101,3 +102,21 @@ def limits_record(
             "isolation_why": isolation[1],
         },
     }
+
+
+def infrastructure_result(
+    candidate: Path, error: str, duration_s: float, *, limits: Limits, ours: bool = True
+) -> ScoreResult:
+    """The result of a candidate that could not be scored for a reason of ours or the
+    machine's (``infrastructure``; ``ours=False``: the caller's, say a path that went away):
+    nothing measured, so no signal but the time spent."""
+    return build_result(
+        [],
+        mode="evaluator",
+        duration_s=duration_s,
+        error=bound_message(error, 1000),
+        limits=limits.to_dict(),
+        counts_known=False,
+        infrastructure=ours,
+        extra={"candidate": str(candidate)},
+    )

@@ -25,6 +25,7 @@ from pytest_scorewright.result import (
     Signal,
     TestRecord,
 )
+from pytest_scorewright.results.bound import within_bound
 
 #: Outcomes that mean the test body was never exercised.
 NOT_EXECUTED = frozenset({"skipped", "not_run"})
@@ -117,6 +118,7 @@ def build_result(
     extra_signals: Sequence[Signal] = (),
     fail_closed: bool = False,
     extra: Mapping[str, Any] | None = None,
+    infrastructure: bool = False,
 ) -> ScoreResult:
     """Assemble a ScoreResult. ``error`` is a one-line reason the run is not a full measurement.
 
@@ -134,7 +136,7 @@ def build_result(
         )
     all_reasons = [*heldout_reasons(records), *reasons]
     flagged = bool(all_reasons)
-    return ScoreResult(
+    result = ScoreResult(
         ok=error is None,
         error=error,
         mode=mode,
@@ -151,8 +153,10 @@ def build_result(
         environment=environment_stamp(),
         limits=limits,
         collection_errors=tuple(collection_errors),
+        infrastructure=infrastructure and error is not None,
         extra=dict(extra or {}),
     )
+    return within_bound(result)
 
 
 @functools.cache  # installed versions do not change under a running process; ~1 ms each

@@ -38,7 +38,9 @@ def summary_lines(
     result: ScoreResult, out: Path | None, write_error: str | None = None
 ) -> list[str]:
     lines = [f"scorewright: {headline(result)}"]
-    if result.error:
+    if result.error and result.infrastructure:
+        lines.append(f"scorewright: not scored, for a reason of ours (retry it): {result.error}")
+    elif result.error:
         lines.append(f"scorewright: not a full measurement: {result.error}")
     if result.integrity.flagged:
         codes = ", ".join(r.code for r in result.integrity.reasons)

@@ -32,11 +32,12 @@ class RunWatch:
         out_r: int,
         ctl_r: int | None,
         known: dict[str, Any] | None = None,
+        stop_r: int | None = None,
     ) -> None:
         self.spec, self.pid, self.start = spec, pid, start
         self.limits = spec.worker.limits
         self.outcome = ChildOutcome()
-        self.reader = FrameReader()
+        self.reader = FrameReader(max_messages=spec.max_messages)
         self.control = FrameReader(max_frame=4096, max_total=16384)
         # ``known``: pid is PID 1 itself (no S). Every process of the run is in its
         # namespace, so no uid sweep is ever needed; and forking a sweep helper from here
@@ -48,7 +49,7 @@ class RunWatch:
         self.reaped = False
         self.killed_at: float | None = None
         self.sel = selectors.DefaultSelector()
-        for fd, kind in ((msg_r, "msg"), (out_r, "out"), (ctl_r, "ctl")):
+        for fd, kind in ((msg_r, "msg"), (out_r, "out"), (ctl_r, "ctl"), (stop_r, "stop")):
             if fd is not None:
                 self.sel.register(fd, selectors.EVENT_READ, kind)
         self.pidfd: int | None = None
@@ -79,10 +80,18 @@ class RunWatch:
         return self.outcome
 
     def _open_pipes(self) -> bool:
-        return any(key.data != "exit" for key in self.sel.get_map().values())
+        return any(key.data not in ("exit", "stop") for key in self.sel.get_map().values())
 
     def _handle(self, key: selectors.SelectorKey) -> None:
         fd = int(key.fd)
+        if key.data == "stop":
+            # The stop pipe's other end closed: the warm parent was told to stop this run,
+            # or it is gone. End the run now, as at the deadline, and report it.
+            self.sel.unregister(fd)
+            if self.killed_at is None:
+                self.outcome.stopped = "its warm parent stopped it, or went away"
+                self._kill_all()
+            return
         if key.data == "exit":
             self.sel.unregister(fd)
             self._try_reap(os.WNOHANG)

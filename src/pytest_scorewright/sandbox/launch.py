@@ -39,12 +39,17 @@ if TYPE_CHECKING:
 
 
 def run_sandboxed(
-    spec: SandboxSpec, prepared: Prepared | None = None, *, disposable: bool = False
+    spec: SandboxSpec,
+    prepared: Prepared | None = None,
+    *,
+    disposable: bool = False,
+    stop_r: int | None = None,
 ) -> ChildOutcome:
     """Run pytest in a sandboxed child and observe it until it ends or the deadline;
     ``prepared`` is pytest's configuration for the spec's command line, parsed (and perhaps
     its session started) in the warm parent (prepared.py). ``disposable``: this process
     exists for this run only and may enter the namespaces itself (see the module docstring).
+    ``stop_r``: a pipe whose other end closing ends the run at once (deadline.py).
     """
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
@@ -56,7 +61,7 @@ def run_sandboxed(
         for fd in (msg_w, out_w):
             os.close(fd)
         known = {"mode": "namespaces", "init_pid": pid}
-        outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known).run()
+        outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known, stop_r).run()
     else:
         ctl_r, ctl_w = _pipe()
         pid = os.fork()
@@ -64,7 +69,7 @@ def run_sandboxed(
             supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
         for fd in (msg_w, out_w, ctl_w):
             os.close(fd)
-        outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r).run()
+        outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r, None, stop_r).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
 

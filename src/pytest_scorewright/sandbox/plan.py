@@ -17,7 +17,14 @@ from pathlib import Path
 
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.features import Features
-from pytest_scorewright.sandbox.wire import Mask, MonitorPaths, Policy, SandboxSpec, WorkerPlan
+from pytest_scorewright.sandbox.wire import (
+    MAX_MESSAGES,
+    Mask,
+    MonitorPaths,
+    Policy,
+    SandboxSpec,
+    WorkerPlan,
+)
 from pytest_scorewright.sandbox.workspace import Workspace
 from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.warm.prepared import STARTABLE_PLUGINS
@@ -126,11 +133,13 @@ class RunPlanner:
         extra_args: Sequence[str],
         timeout_s: float,
         select: Sequence[str] | None = None,
+        max_messages: int = MAX_MESSAGES,
         *,
         isolated: bool = False,
     ) -> SandboxSpec:
-        """The whole plan of one run in ``workspace``, within ``timeout_s``; ``isolated``: the
-        candidate runs in a process of its own, reached through proxies (child/proxy.py)."""
+        """The whole plan of one run in ``workspace``, within ``timeout_s``, taking at most
+        ``max_messages`` messages from it; ``isolated``: the candidate runs in a process of its
+        own, reached through proxies (child/proxy.py)."""
         s = self.settings
         ws = workspace
         if self.fixed_root is not None:
@@ -217,6 +226,7 @@ class RunPlanner:
             proxied=module_names(workspace.candidate) if isolated else (),
             candidate_path=(str(ws.candidate),) if isolated else (),
             hide=(str(ws.tests), str(ws.home)) if isolated else (),
+            max_messages=max_messages,
         )
 
     # -- what the result says about the runs --------------------------------------------------

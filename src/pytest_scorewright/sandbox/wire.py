@@ -20,6 +20,12 @@ from typing import Any
 
 from pytest_scorewright.limits import Limits
 
+#: Most messages the parent takes from one run unless its plan says fewer: ~1 KB of objects
+#: each in every process that handles the run's outcome, and ~16 us of the parent's time
+#: each after the run (decode, relay, judge), so a flood of tiny frames (a million fit in the
+#: channel's 16 MB) is cut off here. The evaluator plans fewer from the suite's size.
+MAX_MESSAGES = 100_000
+
 # -- what the parent sends: the plan of one run -------------------------------------------
 
 
@@ -87,6 +93,9 @@ class SandboxSpec:
     proxied: tuple[str, ...] = ()
     candidate_path: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
+    #: Most messages the parent takes from this run (sandbox/channel.py); past it the
+    #: channel is broken and the run ended.
+    max_messages: int = MAX_MESSAGES
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -126,6 +135,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         proxied=tuple(data["proxied"]),
         candidate_path=tuple(data["candidate_path"]),
         hide=tuple(data["hide"]),
+        max_messages=data.get("max_messages", MAX_MESSAGES),
     )
 
 
@@ -147,10 +157,14 @@ class ChildOutcome:
     output: str = ""
     output_dropped: int = 0
     isolation: dict[str, Any] = field(default_factory=dict)
+    #: Why the parent stopped the run before its end, for reasons of its own (the caller
+    #: gave up, the warm parent went away): never the candidate's doing.
+    stopped: str | None = None
 
 
 def outcome_to_wire(outcome: ChildOutcome) -> dict[str, Any]:
-    return dataclasses.asdict(outcome)
+    # Not dataclasses.asdict: it deep-copies every message, up to MAX_MESSAGES of them.
+    return {f.name: getattr(outcome, f.name) for f in dataclasses.fields(outcome)}
 
 
 def outcome_from_wire(data: dict[str, Any]) -> ChildOutcome:
@@ -211,16 +225,25 @@ class Anchor:
 
 _STR, _INT, _BOOL, _LIST = (str,), (int,), (bool,), (list,)
 _NUMBER = (int, float)
+_NONE = type(None)
 
 
 @dataclass(frozen=True)
 class MessageKind:
-    """A message kind: who sends it, what it means, and its required fields' types."""
+    """A message kind: who sends it, what it means, and its fields' types.
+
+    ``fields`` must be present with one of their types; ``optional`` fields may be absent,
+    but when present have one of theirs; ``items`` gives the types every element of a list
+    field may have. Types are exact: ``bool`` is never an ``int``. Other fields are allowed
+    (and ignored by the verdict). :func:`problem` checks a message against its kind.
+    """
 
     name: str
     sender: str
     meaning: str
     fields: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
+    optional: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
+    items: Mapping[str, tuple[type, ...]] = field(default_factory=dict)
 
 
 SANDBOX = "sandbox"
@@ -246,12 +269,20 @@ VOCABULARY: Mapping[str, MessageKind] = {
             SANDBOX,
             "worker",
             "the confinement applied; first message only, before any candidate code ran",
+            optional={
+                "uid": (int, _NONE),
+                "nproc": (int, _NONE),
+                "landlock_abi": _INT,
+                "landlock_tcp": _BOOL,
+                "landlock_scoped": _BOOL,
+            },
         ),
         MessageKind(
             COLLECTED,
             "reporter",
             "a batch of collected test ids and whether each is held out",
             {"ids": _LIST, "heldout": _LIST},
+            items={"ids": _STR, "heldout": _BOOL},
         ),
         MessageKind(
             COLLECT_ERROR,
@@ -264,12 +295,19 @@ VOCABULARY: Mapping[str, MessageKind] = {
             "reporter",
             "one phase (setup, call, teardown) of a test, or one subtest",
             {"nodeid": _STR, "when": _STR, "outcome": _STR, "duration": _NUMBER},
+            optional={"message": _STR, "wasxfail": _BOOL, "subtest": _BOOL, "heldout": _BOOL},
         ),
         MessageKind(
             ANCHOR,
             "scorewright fixture",
             "an anchored value of the running test (scorewright.expect)",
             {"digest": _STR},
+            optional={
+                "nodeid": _STR,
+                "rel": (float, _NONE),
+                "abs": (float, _NONE),
+                "not_plain": (str, _NONE),
+            },
         ),
         MessageKind(
             FINDING,
@@ -293,12 +331,22 @@ VOCABULARY: Mapping[str, MessageKind] = {
 
 
 def problem(message: Mapping[str, Any]) -> str | None:
-    """Why ``message`` is not a well-formed message of a known kind, or None."""
+    """Why ``message`` is not a well-formed message of a known kind, or None.
+
+    Types are compared exactly (decoded JSON holds only builtin types), so ``True`` is never
+    taken for an ``int``; this runs for every message of a run, so it is kept cheap.
+    """
     kind = VOCABULARY.get(message.get("type"))  # type: ignore[arg-type]
     if kind is None:
         return f"an unknown message type {str(message.get('type'))[:40]!r}"
     for name, types in kind.fields.items():
-        value = message.get(name)
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+        if type(message.get(name)) not in types:
             return f"a {kind.name} message with a missing or mistyped {name!r}"
+    for name, types in kind.optional.items():
+        if name in message and type(message[name]) not in types:
+            return f"a {kind.name} message with a mistyped {name!r}"
+    for name, types in kind.items.items():
+        value = message.get(name)
+        if type(value) is list and not all(type(item) in types for item in value):
+            return f"a {kind.name} message with a mistyped element in {name!r}"
     return None

@@ -18,9 +18,15 @@ from collections.abc import Sequence
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
-from pytest_scorewright.errors import ScorewrightError
+from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
+from pytest_scorewright.sandbox.channel import (
+    FrameError,
+    FrameSplitter,
+    decode_frame,
+    decode_json,
+    encode_frame,
+)
 
 if TYPE_CHECKING:
     from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
@@ -37,6 +43,10 @@ UNLIMITED = 1 << 62
 class WarmParent:
     """A handle on the warm process; ``submit(spec)`` is thread-safe and returns a future.
 
+    A warm process that dies is started again at the next ``submit``: the runs it was running
+    fail with :class:`~pytest_scorewright.errors.InfrastructureError` (once each of them has
+    ended: see warm/server.py), and every later run goes to the new process.
+
     Example::
 
         warm = WarmParent(preload=["numpy"])
@@ -45,11 +55,63 @@ class WarmParent:
     """
 
     def __init__(self, preload: Sequence[str] = ()) -> None:
+        self._preload = tuple(preload)
+        self._lock = threading.Lock()
+        self._next = 0
+        #: How many times the warm process was started again after it died.
+        self.restarts = 0
+        self._server = _Server(self._preload)
+
+    @property
+    def _proc(self) -> subprocess.Popen[bytes]:
+        """The current warm process."""
+        return self._server.proc
+
+    def alive(self) -> bool:
+        return self._server.proc.poll() is None
+
+    def submit(self, spec: SandboxSpec) -> Future[ChildOutcome]:
+        """Start a run; its outcome arrives in the returned future."""
+        future: Future[ChildOutcome] = Future()
+        with self._lock:
+            self._next += 1
+            request = {"type": "run", "id": self._next, "spec": wire.spec_to_wire(spec)}
+            frame = encode_frame(request)
+            for attempt in range(2):
+                if attempt or self._server.proc.poll() is not None:
+                    self._server.retire()
+                    self._server = _Server(self._preload)
+                    self.restarts += 1
+                try:
+                    self._server.send(self._next, future, frame)
+                    break
+                except OSError:  # it died between poll() and the write
+                    if attempt:
+                        raise InfrastructureError(
+                            "the warm parent process dies as soon as it starts"
+                        ) from None
+        return future
+
+    def stop(self, future: Future[ChildOutcome]) -> None:
+        """Ask the warm process to end the run of ``future`` now (as at its deadline); the
+        future still gets the run's outcome once everything of it has ended."""
+        with self._lock:
+            self._server.stop(future)
+
+    def close(self) -> None:
+        with self._lock:
+            self._server.retire()
+
+
+class _Server:
+    """One warm process, the runs sent to it, and the thread that reads its answers."""
+
+    def __init__(self, preload: Sequence[str]) -> None:
         env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
-        self._proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
+        self.proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
             [sys.executable, "-m", "pytest_scorewright.warm.server", *preload],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
@@ -57,60 +119,108 @@ class WarmParent:
             env=env,
             close_fds=True,
         )
-        if self._proc.stdin is None or self._proc.stdout is None:  # pragma: no cover
+        if self.proc.stdin is None or self.proc.stdout is None:  # pragma: no cover
             raise ScorewrightError("could not start the warm parent process")
-        self._stdin = self._proc.stdin
+        self._stdin = self.proc.stdin
         self._lock = threading.Lock()
         self._pending: dict[int, Future[ChildOutcome]] = {}
-        self._next = 0
+        self._gone = False  # the reader has seen the end: nothing sent now gets an answer
         self._reader = threading.Thread(
-            target=self._read_answers, args=(self._proc.stdout.fileno(),), daemon=True
+            target=self._read_answers, args=(self.proc.stdout.fileno(),), daemon=True
         )
         self._reader.start()
 
-    def submit(self, spec: SandboxSpec) -> Future[ChildOutcome]:
-        """Start a run; its outcome arrives in the returned future."""
-        future: Future[ChildOutcome] = Future()
+    def send(self, request_id: int, future: Future[ChildOutcome], frame: bytes) -> None:
         with self._lock:
-            if self._proc.poll() is not None:
-                raise ScorewrightError("the warm parent process has exited; create a new one")
-            self._next += 1
-            self._pending[self._next] = future
-            frame = encode_frame({"type": "run", "id": self._next, "spec": wire.spec_to_wire(spec)})
+            if self._gone:
+                raise BrokenPipeError("the warm parent process has ended")
+            self._pending[request_id] = future
+        try:
             self._stdin.write(frame)
             self._stdin.flush()
-        return future
+        except OSError:
+            with self._lock:
+                self._pending.pop(request_id, None)
+            raise
+
+    def stop(self, future: Future[ChildOutcome]) -> None:
+        with self._lock:
+            ids = [i for i, f in self._pending.items() if f is future]
+        for request_id in ids:
+            with contextlib.suppress(OSError, ValueError):
+                self._stdin.write(encode_frame({"type": "stop", "id": request_id}))
+                self._stdin.flush()
 
     def _read_answers(self, fd: int) -> None:
-        reader = FrameReader(max_frame=UNLIMITED, max_total=UNLIMITED)
-        while True:
-            data = os.read(fd, 1 << 16)
-            if not data:
-                break
-            for answer in reader.feed(data):
-                with self._lock:
-                    future = self._pending.pop(int(answer["id"]))
-                if "outcome" in answer:
-                    future.set_result(wire.outcome_from_wire(answer["outcome"]))
-                else:
-                    future.set_exception(ScorewrightError(str(answer.get("error"))))
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        for future in pending.values():
-            future.set_exception(ScorewrightError("the warm parent process died"))
+        try:
+            self._read(fd)
+        except BaseException:
+            # A bug here must not leave runs waiting forever: this process is given up.
+            with contextlib.suppress(ProcessLookupError):
+                self.proc.kill()
+        finally:
+            with self._lock:
+                self._gone = True
+                pending, self._pending = self._pending, {}
+            for future in pending.values():
+                if not future.done():
+                    future.set_exception(
+                        InfrastructureError(
+                            "the warm parent process died during this run (scorewright or "
+                            "the machine, not the candidate); it is started again for the "
+                            "next run"
+                        )
+                    )
 
-    def close(self) -> None:
+    def _read(self, fd: int) -> None:
+        # Both ends are trusted, but the answers carry what runs sent: one that does not
+        # decode fails its own run, never the channel.
+        reader = FrameSplitter(max_frame=UNLIMITED, max_total=UNLIMITED)
+        body_of: int | None = None
+        while data := os.read(fd, 1 << 16):
+            for body in reader.frames(data):
+                if body_of is not None:
+                    self._settle(body_of, body)
+                    body_of = None
+                    continue
+                header = decode_frame(body)
+                request_id = int(header["id"])
+                if header.get("body"):
+                    body_of = request_id
+                else:
+                    self._fail(request_id, str(header.get("error")))
+
+    def _settle(self, request_id: int, body: bytes) -> None:
+        try:
+            outcome = wire.outcome_from_wire(decode_json(body, max_depth=None))
+        except (FrameError, KeyError, TypeError, ValueError) as exc:
+            self._fail(request_id, f"the run's answer could not be read: {exc}")
+            return
+        with self._lock:
+            future = self._pending.pop(request_id, None)
+        if future is not None:
+            future.set_result(outcome)
+
+    def _fail(self, request_id: int, error: str) -> None:
+        with self._lock:
+            future = self._pending.pop(request_id, None)
+        if future is not None:
+            future.set_exception(InfrastructureError(error))
+
+    def retire(self) -> None:
+        """Close the process's input: it stops its runs and exits (at once if it is dead)."""
         with contextlib.suppress(OSError):
             self._stdin.close()
         try:
-            self._proc.wait(timeout=10)
+            self.proc.wait(timeout=10)
         except subprocess.TimeoutExpired:
-            self._proc.kill()
-            self._proc.wait()
-        # The process is gone, so the reader sees the end of its output and stops.
+            self.proc.kill()
+            self.proc.wait()
+        # The process is gone, so the reader sees the end of its output and stops, once the
+        # last of its jobs has ended.
         self._reader.join(timeout=10)
-        if self._proc.stdout is not None and not self._reader.is_alive():
-            self._proc.stdout.close()
+        if self.proc.stdout is not None and not self._reader.is_alive():
+            self.proc.stdout.close()
 
 
 _prestarted: dict[tuple[str, ...], WarmParent] = {}
@@ -128,6 +238,6 @@ def prestart(preload: Sequence[str] = ()) -> None:
 def take_prestarted(preload: Sequence[str]) -> WarmParent | None:
     """The warm parent :func:`prestart` started for ``preload``, if any (once)."""
     warm = _prestarted.pop(tuple(preload), None)
-    if warm is not None and warm._proc.poll() is not None:  # it died meanwhile
+    if warm is not None and not warm.alive():  # it died meanwhile
         return None
     return warm

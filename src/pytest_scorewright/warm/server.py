@@ -21,10 +21,12 @@ import selectors
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
+from pytest_scorewright.sandbox.channel import FrameReader, encode_frame, frame
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.wire import SandboxSpec, outcome_to_wire, spec_from_wire
 from pytest_scorewright.warm.parent import UNLIMITED
@@ -46,14 +48,36 @@ PRELOAD = (
     "pytest_scorewright.child.processes",
 )
 
+#: How long a stopped job has to end its run (kill, reap, sweep) before it is killed.
+_STOP_WAIT_S = 5.0
+
+
+@dataclass
+class _Job:
+    """One request in flight: its job process, the pipe its answer comes on, and the write
+    end of its stop pipe (closing it ends the run: deadline.py)."""
+
+    request_id: int
+    pid: int
+    answer_r: int
+    stop_w: int
+    work_dir: str
+    answer: bytearray = field(default_factory=bytearray)
+
 
 def serve(inp: int, out: int) -> None:
-    """Serve run requests on ``inp`` until it closes; answer on ``out``."""
-    requests = FrameReader(max_frame=UNLIMITED, max_total=UNLIMITED)  # the trusted caller
+    """Serve run requests on ``inp`` until it closes; answer on ``out``.
+
+    Nothing a run sends is decoded here: a job's answer (what its run sent, decoded strictly
+    by the job) is relayed as it is, so no run can crash this process, which every run
+    shares. A job that dies without an answer, or a request that cannot start, gets an error
+    answer; this process goes on serving the others.
+    """
+    # The trusted caller: no limits.
+    requests = FrameReader(max_frame=UNLIMITED, max_total=UNLIMITED, max_messages=UNLIMITED)
     sel = selectors.DefaultSelector()
     sel.register(inp, selectors.EVENT_READ, None)
-    jobs: dict[int, tuple[int, int, bytearray]] = {}  # fd -> (request id, pid, buffer)
-    dirs: dict[int, str] = {}  # fd -> the run's work dir, the caller's to remove
+    jobs: dict[int, _Job] = {}  # by the read end of the job's answer pipe
     fixed_roots: set[str] = set()
     while True:
         for key, _ in sel.select():
@@ -61,74 +85,131 @@ def serve(inp: int, out: int) -> None:
             if key.data is None:
                 data = os.read(inp, 1 << 16)
                 if not data:
-                    _caller_gone(jobs, dirs, fixed_roots)
+                    _caller_gone(list(jobs.values()), fixed_roots)
                     return
                 for request in requests.feed(data):
-                    spec = spec_from_wire(request["spec"])
-                    read_end, pid = _start_job(spec, (inp, out))
-                    jobs[read_end] = (int(request["id"]), pid, bytearray())
-                    dirs[read_end] = os.path.dirname(spec.stage_dir)
-                    fixed_roots.add(spec.fixed_root)
-                    sel.register(read_end, selectors.EVENT_READ, "job")
+                    _on_request(request, jobs, sel, inp, out, fixed_roots)
                 continue
+            job = jobs[fd]
             chunk = os.read(fd, 1 << 16)
-            request_id, pid, buffer = jobs[fd]
             if chunk:
-                buffer += chunk
+                job.answer += chunk
                 continue
             sel.unregister(fd)
-            os.close(fd)
-            del jobs[fd], dirs[fd]
-            os.waitpid(pid, 0)
-            answer: dict[str, Any] = {"type": "done", "id": request_id}
-            try:
-                answer["outcome"] = json.loads(buffer)
-            except ValueError:
-                answer["error"] = "the job process died without an answer"
-            _write_all(out, encode_frame(answer))
+            del jobs[fd]
+            _answer(out, *_finish_job(job))
 
 
-def _caller_gone(
-    jobs: dict[int, tuple[int, int, bytearray]], dirs: dict[int, str], fixed_roots: set[str]
+def _on_request(
+    request: dict[str, Any],
+    jobs: dict[int, _Job],
+    sel: selectors.BaseSelector,
+    inp: int,
+    out: int,
+    fixed_roots: set[str],
 ) -> None:
-    """The caller closed its end: it is done, or it was killed. Its runs in flight go (each
-    run's PID 1 dies with its job, and the kernel ends its namespace), and so do the
-    directories a killed caller could not remove: the runs' work dirs and the fixed roots."""
-    for _, pid, _ in jobs.values():
+    request_id = int(request["id"])
+    if request["type"] == "stop":
+        for job in jobs.values():
+            if job.request_id == request_id and job.stop_w >= 0:
+                os.close(job.stop_w)
+                job.stop_w = -1
+        return
+    try:
+        spec = spec_from_wire(request["spec"])
+        fixed_roots.add(spec.fixed_root)
+        others = [j.stop_w for j in jobs.values() if j.stop_w >= 0]
+        job = _start_job(request_id, spec, (inp, *others))
+    except Exception as exc:  # a bug of ours, or the machine (fork: EAGAIN): this run only
+        _answer(out, {"type": "done", "id": request_id, "error": f"could not start: {exc!r}"})
+        return
+    jobs[job.answer_r] = job
+    sel.register(job.answer_r, selectors.EVENT_READ, "job")
+
+
+def _finish_job(job: _Job) -> tuple[dict[str, Any], bytes]:
+    """The ``done`` header for a job that ended, and its answer (empty if it died)."""
+    os.close(job.answer_r)
+    if job.stop_w >= 0:
+        os.close(job.stop_w)
+    _, status = os.waitpid(job.pid, 0)
+    if status == 0 and job.answer:
+        return {"type": "done", "id": job.request_id, "body": True}, bytes(job.answer)
+    code = os.waitstatus_to_exitcode(status)
+    how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
+    error = f"the job process died without an answer ({how})"
+    return {"type": "done", "id": job.request_id, "error": error}, b""
+
+
+def _answer(out: int, header: dict[str, Any], body: bytes = b"") -> None:
+    """A ``done`` header, and with ``"body": true`` the job's answer as the next frame."""
+    _write_all(out, encode_frame(header) + (frame(body) if header.get("body") else b""))
+
+
+def _caller_gone(jobs: Sequence[_Job], fixed_roots: set[str]) -> None:
+    """The caller closed its end: it is done, or it was killed. Its runs in flight are
+    stopped (each job ends its run as at the deadline: kill, reap, sweep), and the
+    directories a killed caller could not remove go: the runs' work dirs and the fixed
+    roots. A job that does not end within a few seconds is killed."""
+    for job in jobs:
+        os.close(job.answer_r)  # nobody reads answers now: a job's write fails at once
+        if job.stop_w >= 0:
+            os.close(job.stop_w)
+            job.stop_w = -1
+    deadline = time.monotonic() + _STOP_WAIT_S
+    waiting = {job.pid for job in jobs}
+    while waiting and time.monotonic() < deadline:
+        for pid in list(waiting):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            waiting.discard(pid)
+        time.sleep(0.01)
+    for pid in waiting:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    for _, pid, _ in jobs.values():
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-    for path in (*dirs.values(), *fixed_roots):
+    for path in (*(job.work_dir for job in jobs), *fixed_roots):
         if path:
             shutil.rmtree(path, ignore_errors=True)
 
 
-def _start_job(spec: SandboxSpec, close: Sequence[int]) -> tuple[int, int]:
+def _start_job(request_id: int, spec: SandboxSpec, close: Sequence[int]) -> _Job:
+    """Fork the job process of one run; ``close``: descriptors the job must not hold."""
     config = None
     if spec.fixed_root:  # before the fork: parsed once, shared by every later run
         config = prepare(
             spec.pytest_args, spec.plugins, spec.fixed_root, start=not spec.early_conftests
         )
-    read_end, write_end = os.pipe()
+    answer_r, answer_w = os.pipe()
+    stop_r, stop_w = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the job process
         code = 0
         try:
-            os.close(read_end)
+            os.close(answer_r)
+            os.close(stop_w)
             null = os.open(os.devnull, os.O_RDWR)
-            for fd in close:  # the caller's pipes: not this job's to hold
+            # The caller's requests and the other jobs' stop pipes are not this job's to
+            # hold. The answer pipe to the caller (fd 1) stays open, never written: the
+            # caller sees it close only once every job of a dead warm parent has ended.
+            for fd in close:
                 os.dup2(null, fd)
             os.close(null)
-            outcome = run_sandboxed(spec, config, disposable=True)
-            _write_all(write_end, json.dumps(outcome_to_wire(outcome)).encode())
+            outcome = run_sandboxed(spec, config, disposable=True, stop_r=stop_r)
+            # Strict: a NaN or a lone surrogate (none can pass the run's decoding) would
+            # fail here, in this job, never in the caller.
+            text = json.dumps(outcome_to_wire(outcome), ensure_ascii=False, allow_nan=False)
+            body = text.encode("utf-8")
+            _write_all(answer_w, body)
         except BaseException:
             code = 1
         finally:
             os._exit(code)
-    os.close(write_end)
-    return read_end, pid
+    os.close(answer_w)
+    os.close(stop_r)
+    return _Job(request_id, pid, answer_r, stop_w, os.path.dirname(spec.stage_dir))
 
 
 def _write_all(fd: int, data: bytes) -> None:
