@@ -1,4 +1,7 @@
-"""The integrity corpus: no honest candidate flagged; every gaming one flagged for its trick."""
+"""The integrity corpus: no honest candidate flagged; every gaming one flagged for its trick,
+and none credited with a full pass; under both isolations (the default puts each candidate in
+a process of its own, where most tricks simply fail; in process the integrity layer must see
+them)."""
 
 from __future__ import annotations
 
@@ -15,23 +18,31 @@ CASES = [case for task in tasks() for case in cases(task)]
 
 
 @pytest.fixture(scope="module")
-def evaluators() -> dict[str, Evaluator]:
+def evaluators() -> dict[tuple[str, str], Evaluator]:
     return {}
 
 
-def _evaluator(evaluators: dict[str, Evaluator], task: Path) -> Evaluator:
-    if task.name not in evaluators:
-        evaluators[task.name] = Evaluator(
-            task / "tests", heldout=task / "heldout", reference=task / "reference"
+def _evaluator(
+    evaluators: dict[tuple[str, str], Evaluator], task: Path, isolation: str
+) -> Evaluator:
+    key = (task.name, isolation)
+    if key not in evaluators:
+        evaluators[key] = Evaluator(
+            task / "tests",
+            heldout=task / "heldout",
+            reference=task / "reference",
+            isolation=isolation,
         )
-    return evaluators[task.name]
+        assert evaluators[key].isolated == (isolation == "auto"), evaluators[key].isolation_why
+    return evaluators[key]
 
 
+@pytest.mark.parametrize("isolation", ["auto", "in-process"])
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_corpus_candidate_is_judged_as_declared(
-    case: Case, evaluators: dict[str, Evaluator]
+    case: Case, isolation: str, evaluators: dict[tuple[str, str], Evaluator]
 ) -> None:
-    result = _evaluator(evaluators, case.path.parent.parent).score(case.path)
+    result = _evaluator(evaluators, case.path.parent.parent, isolation).score(case.path)
     codes = {r.code for r in result.integrity.reasons}
     if case.honest:
         assert codes == set(), [r.detail for r in result.integrity.reasons]

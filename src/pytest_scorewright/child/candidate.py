@@ -23,6 +23,7 @@ import importlib
 import inspect
 import io
 import operator
+import os
 import sys
 import traceback
 import types
@@ -31,7 +32,9 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_scorewright.child import plaindata
+from pytest_scorewright.child.monitor import arm
 from pytest_scorewright.child.rpc import Endpoint
+from pytest_scorewright.sandbox.wire import MonitorPaths
 
 #: Items a ``next`` request may return at once (iteration crosses in batches).
 MAX_BATCH = 256
@@ -121,6 +124,7 @@ class CandidateServer:
         self.described: set[int] = set()  # class handles whose description was sent
         self.next_handle = 1
         self.pending_output: list[list[str]] = []
+        self.pending_findings: list[list[str]] = []
         self.output_size = 0
         self.warnings: list[Any] = []
 
@@ -290,7 +294,13 @@ class CandidateServer:
         self.output_size += len(text)
         self.pending_output.append([stream, text])
 
+    def found(self, message: dict[str, Any]) -> None:
+        self.pending_findings.append([str(message.get("code")), str(message.get("detail"))])
+
     def flush_output(self) -> None:
+        for finding in self.pending_findings:
+            self.endpoint.send({"fnd": finding})
+        self.pending_findings.clear()
         for stream, text in self.pending_output:
             self.endpoint.send({"o": stream, "s": text})
         self.pending_output.clear()
@@ -307,9 +317,7 @@ class CandidateServer:
             "mod": str(kind.__module__),
             "msg": _safe_str(exc)[:4000],
             "args": args,
-            "tb": "".join(traceback.format_exception(kind, exc, exc.__traceback__, limit=-8))[
-                -4000:
-            ],
+            "tb": _candidate_traceback(exc)[-4000:],
         }
         if kind.__module__ != "builtins" and not _is_stdlib(kind.__module__):
             error["cls"] = self.ref(kind)
@@ -373,8 +381,10 @@ def serve_forever(endpoint: Endpoint, server: CandidateServer) -> None:
         endpoint.dispatch(message)
 
 
-def start(sock: Any, extra_path: tuple[str, ...]) -> None:
-    """Run as the candidate's process: its streams forwarded, its directory importable."""
+def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = None) -> None:
+    """Run as the candidate's process: its streams forwarded, its directory importable, and
+    the monitor armed (its findings go to the test process, which passes them on: evidence
+    the candidate could silence, never a pass it could forge)."""
     endpoint = Endpoint(
         sock, serve=lambda m: None, encode_error=lambda e: {}, catch=(BaseException,)
     )
@@ -391,6 +401,9 @@ def start(sock: Any, extra_path: tuple[str, ...]) -> None:
         original_reply(message)
 
     endpoint.reply = reply  # type: ignore[method-assign]
+    if watch is not None:
+        monitor = arm(-1, watch.candidate_dir, watch.tests_dir, watch.writable)
+        monitor._send = lambda _, message: server.found(message)
     sys.stdout = _Forward(server, "out")
     sys.stderr = _Forward(server, "err")
     # Appended, not prepended, as in a run of the tests with the candidate in process: the
@@ -447,6 +460,17 @@ def _describe_warning_class(category: type, server: CandidateServer) -> Any:
     if category.__module__ == "builtins":
         return {"builtin": category.__name__}
     return {"ref": server.ref(category)}
+
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _candidate_traceback(exc: BaseException) -> str:
+    """Where in the candidate's code it raised: the last frames, without our own."""
+    frames = [
+        f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_OURS)
+    ]
+    return "".join(traceback.format_list(frames[-8:]))
 
 
 def _safe_str(exc: BaseException) -> str:

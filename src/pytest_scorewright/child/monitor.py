@@ -239,6 +239,9 @@ def _on_listing(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
         full = os.path.abspath(os.fsdecode(path))
         if (full + "/").startswith(m.tests_dir):
             m.finding("reads_tests", f"{where} listed the test directory")
+        elif full + "/" == os.path.dirname(m.candidate_dir.rstrip("/")) + "/":
+            # The run's work dir: what lies beside the candidate's own directory is the tests.
+            m.finding("reads_tests", f"{where} listed the work directory, where the tests are")
 
 
 def _on_frame(m: Monitor, where: str, args: tuple[Any, ...]) -> None:

@@ -33,12 +33,13 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import itertools
+import os
 import socket
 import sys
 import types
 import warnings
 import weakref
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pytest_scorewright.child import plaindata
@@ -68,8 +69,13 @@ class Session:
     """The test process's link to the candidate's process, which it asks the run's spawner
     for (again after a crash, up to :data:`MAX_RESTARTS` times)."""
 
-    def __init__(self, spawner: socket.socket) -> None:
+    def __init__(
+        self, spawner: socket.socket, report: Callable[[str, str], None] | None = None
+    ) -> None:
         self.spawner = spawner
+        #: Evidence for the parent (the test process's monitor): the candidate's own
+        #: monitor's findings, and escapes it raised.
+        self.report = report
         self.endpoint: Endpoint | None = None
         self.incarnation = 0
         self.ended: str | None = None
@@ -109,8 +115,13 @@ class Session:
             encode_error=self.encode_error,
             on_output=_write_output,
             on_reply=_rewarn_from(self),
+            on_finding=self._relay,
         )
         return self.endpoint
+
+    def _relay(self, code: str, detail: str) -> None:
+        if self.report is not None:
+            self.report(code, f"in the candidate's process: {detail}")
 
     def request(self, op: str, target: Any = None, *, raw: bool = False, **fields: Any) -> Any:
         """Ask the candidate's process; the decoded answer (``raw``: the answer as it came, for
@@ -124,6 +135,8 @@ class Session:
         try:
             answer = endpoint.call(message)
         except ChannelClosed as exc:
+            if exc.forged:
+                self._relay("forged_message", f"something wrote to the call channel: {exc}")
             raise CandidateUnavailable(
                 f"the candidate's process ended during this call ({exc})"
             ) from None
@@ -270,6 +283,9 @@ class Session:
         """The candidate's exception, as an exception of this process."""
         message = str(error.get("msg", ""))[:4000]
         module, name = str(error.get("mod", "")), str(error.get("type", ""))
+        if name in _ESCAPES and self.report is not None:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or "a test"
+            self.report("skip_from_candidate", f"the candidate raised {name} inside {test}")
         cls: type[BaseException] | None = None
         if error.get("cls") is not None:
             with contextlib.suppress(plaindata.NotPlainData, CandidateUnavailable):
@@ -285,13 +301,16 @@ class Session:
         if type(args) is not list:
             args = [message]
         if cls is None:
-            exc: BaseException = CandidateError(f"{module}.{name}: {message}")
+            shown = name if module == "builtins" else f"{module}.{name}"
+            exc: BaseException = CandidateError(
+                f"the candidate raised {shown}, which is not raised here as itself: {message}"
+            )
         else:
             exc = cls.__new__(cls)
             exc.args = tuple(args)
         tb = error.get("tb")
         if type(tb) is str and tb and hasattr(exc, "add_note"):
-            exc.add_note("in the candidate's process:\n" + tb[-2000:])
+            exc.add_note("raised in the candidate's process at:\n" + tb[-2000:])
         return exc
 
 
@@ -643,6 +662,8 @@ def _path(path: Any) -> tuple[str, str] | None:
 
 
 _KINDS = frozenset({"fn", "cls", "obj", "mod", "it"})
+#: What ends a test without failing it, or the session: from the candidate, gaming.
+_ESCAPES = frozenset({"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt"})
 
 #: What the candidate may do with an object the tests passed it, beyond calling it and
 #: reading its public attributes.
@@ -745,11 +766,13 @@ class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         module.__dict__["__path__"] = []  # a package: submodules come through this finder too
 
 
-def install(spawner_fd: int, names: Sequence[str]) -> Session:
+def install(
+    spawner_fd: int, names: Sequence[str], report: Callable[[str, str], None] | None = None
+) -> Session:
     """Answer imports of ``names`` with proxies to a candidate process the spawner starts.
     Names the test process can import itself (the standard library, pytest...) stay its own,
     as a candidate on the end of sys.path could not shadow them either."""
-    session = Session(socket_from_fd(spawner_fd))
+    session = Session(socket_from_fd(spawner_fd), report)
     own = [n for n in names if n not in sys.modules and importlib.util.find_spec(n) is None]
     sys.meta_path.insert(0, ProxyFinder(session, own))
     return session

@@ -2,7 +2,8 @@
 
 Frames are a 4-byte big-endian length and a JSON object (ASCII, no NaN): requests
 ``{"q": id, "op": ...}``, replies ``{"r": id, "v": value}`` or ``{"r": id, "e": error}``,
-and output ``{"o": "out"|"err", "s": text}``. Either side may call the other while it waits
+output ``{"o": "out"|"err", "s": text}``, and the candidate's monitor's findings
+``{"fnd": [code, detail]}``. Either side may call the other while it waits
 for a reply (the candidate calls a ``key=`` function the test passed), so :meth:`Endpoint.call`
 serves incoming requests until its own reply arrives; a reply to an abandoned call (a test
 timed out meanwhile) is dropped by its id.
@@ -28,7 +29,12 @@ MAX_FRAME = 64 * 1024 * 1024
 
 
 class ChannelClosed(Exception):
-    """The peer went away, or sent something that is not a frame of this protocol."""
+    """The peer went away (``forged`` false), or sent something that is not a frame of this
+    protocol (``forged`` true: something wrote to the channel that is not the other side)."""
+
+    def __init__(self, why: str, *, forged: bool = False) -> None:
+        super().__init__(why)
+        self.forged = forged
 
 
 class RemoteError(Exception):
@@ -58,6 +64,7 @@ class Endpoint:
         *,
         catch: tuple[type[BaseException], ...] = (Exception,),
         on_reply: Callable[[dict[str, Any]], None] | None = None,
+        on_finding: Callable[[str, str], None] | None = None,
         max_frame: int = MAX_FRAME,
     ) -> None:
         self.sock = sock
@@ -69,6 +76,7 @@ class Endpoint:
         #: timeout, pytest.fail from a callback) end the call instead.
         self.catch = catch
         self.on_reply = on_reply
+        self.on_finding = on_finding
         self.max_frame = max_frame
         self.closed: str | None = None
         self._ids = itertools.count(1)
@@ -86,7 +94,9 @@ class Endpoint:
         try:
             self.sock.sendall(_HEADER.pack(len(data)) + data)
         except OSError as exc:
-            raise self._close(f"the other process is gone ({exc.strerror or exc})") from None
+            raise self._close(
+                f"the other process is gone ({exc.strerror or exc})", forged=False
+            ) from None
 
     # -- receiving ---------------------------------------------------------------------------
 
@@ -107,9 +117,11 @@ class Endpoint:
             try:
                 chunk = self.sock.recv(1 << 20)
             except OSError as exc:
-                raise self._close(f"the other process is gone ({exc.strerror or exc})") from None
+                raise self._close(
+                    f"the other process is gone ({exc.strerror or exc})", forged=False
+                ) from None
             if not chunk:
-                raise self._close("the other process ended")
+                raise self._close("the other process ended", forged=False)
             self._buffer += chunk
 
     def _parse(self, body: bytes) -> dict[str, Any]:
@@ -121,9 +133,9 @@ class Endpoint:
             raise self._close("a frame that is not a JSON object")
         return message
 
-    def _close(self, why: str) -> ChannelClosed:
+    def _close(self, why: str, *, forged: bool = True) -> ChannelClosed:
         self.closed = why
-        return ChannelClosed(why)
+        return ChannelClosed(why, forged=forged)
 
     # -- calling and serving -----------------------------------------------------------------
 
@@ -149,6 +161,11 @@ class Endpoint:
         if "o" in message:
             if self.on_output is not None and type(message.get("s")) is str:
                 self.on_output(str(message["o"]), message["s"])
+            return
+        if "fnd" in message:
+            found = message["fnd"]
+            if self.on_finding is not None and type(found) is list and len(found) == 2:
+                self.on_finding(str(found[0])[:60], str(found[1])[:300])
             return
         ident = message.get("q")
         if type(ident) is not int:

@@ -59,16 +59,16 @@ def run_pytest(
         # standard library, pytest, or anything else already importable.
         loaded = [importlib.import_module(name) for name in plugins]
         sys.path.extend(extra_path)
+        adopt(prepared)
+        monitor = None
+        if watch is not None:
+            monitor = arm(fd, watch.candidate_dir, watch.tests_dir, watch.writable)
         if proxy is not None:
             # Isolation by process: the candidate's modules are proxies to its own process
             # (child/proxy.py), which the spawner starts when the tests first import one.
             from pytest_scorewright.child.proxy import install
 
-            install(*proxy)
-        adopt(prepared)
-        monitor = None
-        if watch is not None:
-            monitor = arm(fd, watch.candidate_dir, watch.tests_dir, watch.writable)
+            install(*proxy, report=monitor.finding if monitor is not None else None)
         reporter = ChildReporter(fd, monitor)
         if prepared is None:
             pytest.main(list(args), plugins=[reporter, *loaded])

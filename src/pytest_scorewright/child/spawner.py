@@ -127,7 +127,7 @@ def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:
         confine_worker(plan)
         from pytest_scorewright.child.candidate import start
 
-        start(sock, spec.candidate_path)
+        start(sock, spec.candidate_path, spec.watch)
     except BaseException:  # noqa: S110 - the test process sees the channel close
         pass
     os._exit(_EXIT_CANDIDATE_SETUP)

@@ -217,7 +217,11 @@ class RunPlanner:
             masks=self._masks if uid is not None else (),
             stage_dir=str(workspace.root / ".stage"),
             use_namespaces=s.use_namespaces,
-            watch=MonitorPaths(str(ws.candidate), str(ws.tests), (str(ws.home),)),
+            watch=MonitorPaths(
+                str(ws.candidate),
+                str(ws.tests),
+                (str(ws.home), str(ws.chome), str(ws.shared)) if isolated else (str(ws.home),),
+            ),
             plugins=("pytest_scorewright.plugin", *s.plugins),
             bind_root=str(workspace.root) if self.fixed_root is not None else "",
             fixed_root=str(self.fixed_root or ""),

@@ -1,4 +1,4 @@
-"""expect: early_exit -- KeyboardInterrupt after the easy tests."""
+"""expect: early_exit|skip_from_candidate -- KeyboardInterrupt after the easy tests."""
 
 
 def is_prime(n):
