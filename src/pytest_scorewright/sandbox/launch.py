@@ -29,8 +29,9 @@ import os
 import time
 from typing import TYPE_CHECKING
 
+from pytest_scorewright.child import linux
 from pytest_scorewright.child.namespaces import try_unshare
-from pytest_scorewright.child.processes import direct_init, supervisor_child
+from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
 from pytest_scorewright.sandbox.deadline import RunWatch
 from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
 
@@ -49,22 +50,30 @@ def run_sandboxed(
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     start = time.monotonic()
-    if disposable and spec.use_namespaces and not try_unshare(isolate_network=spec.isolate_network):
+    if (
+        disposable
+        and spec.use_namespaces
+        and not try_unshare(isolate_network=spec.isolate_network, user=spec.user_namespace)
+    ):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
             direct_init(spec, msg_w, out_w, prepared)
         for fd in (msg_w, out_w):
             os.close(fd)
-        known = {"mode": "namespaces", "init_pid": pid}
+        known = {**namespaces_record(spec), "init_pid": pid}
         outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known).run()
     else:
+        if disposable:
+            # Orphans of S come here if S itself dies (say, a candidate kills it where no
+            # Landlock signal scope stops that): this process ends them before it answers.
+            linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         ctl_r, ctl_w = _pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
             supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
         for fd in (msg_w, out_w, ctl_w):
             os.close(fd)
-        outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r).run()
+        outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r, subreaper=disposable).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
 

@@ -25,7 +25,8 @@ from pytest_scorewright.limits import Limits
 
 @dataclass(frozen=True)
 class Mask:
-    """Hide ``directory`` behind an empty tmpfs, except for the entries in ``keep``."""
+    """Hide ``directory`` behind an empty read-only tmpfs, except for the paths in ``keep``
+    (at any depth below it), bound back read-only."""
 
     directory: str
     keep: tuple[str, ...]
@@ -50,6 +51,20 @@ class WorkerPlan:
     uid: int | None
     landlock_policy: Policy | None
     landlock_abi: int
+    #: What RLIMIT_NPROC counts for this process (``NPROC_*``), or "" where it bounds nothing
+    #: (root, whom the kernel does not count).
+    nproc_scope: str = ""
+    #: Processes of the same count that are not the candidate's (a user namespace's count
+    #: includes its creator and PID 1), added to ``limits.processes``.
+    nproc_slack: int = 0
+    #: In a user namespace of its own, with no other uid to change to: drop every capability.
+    drop_caps: bool = False
+
+
+#: RLIMIT_NPROC counts the processes of: the run's own uid; the run's own user namespace
+#: (Linux >= 5.14 counts per user namespace); every process of the caller's uid, whatever
+#: runs it (the limit is then the count at the start plus ``limits.processes``).
+NPROC_UID, NPROC_USERNS, NPROC_USER = "uid", "user namespace", "user"
 
 
 @dataclass(frozen=True)
@@ -80,6 +95,13 @@ class SandboxSpec:
     fixed_root: str = ""
     #: The suite's initial conftest.py must be loaded before configuring (warm/prepared.py).
     early_conftests: bool = False
+    #: Not root: a user namespace comes first (child/namespaces.py).
+    user_namespace: bool = False
+    #: Without namespaces: why (they are refused here, or the caller said namespaces=False).
+    why_no_namespaces: str = ""
+    #: With namespaces: the work dir as the run sees it, read-only but for ``work_writable``.
+    work_root: str = ""
+    work_writable: tuple[str, ...] = ()
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -111,6 +133,10 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         bind_root=data["bind_root"],
         fixed_root=data["fixed_root"],
         early_conftests=data["early_conftests"],
+        user_namespace=data.get("user_namespace", False),
+        why_no_namespaces=data.get("why_no_namespaces", ""),
+        work_root=data.get("work_root", ""),
+        work_writable=tuple(data.get("work_writable", ())),
     )
 
 
