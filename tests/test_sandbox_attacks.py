@@ -139,6 +139,12 @@ def test_the_reference_scores_a_full_pass(evaluator: Evaluator, task: Path) -> N
     assert result.signal("pass_rate") == 1.0
     assert result.signal("heldout_pass_rate") == 1.0
     assert not result.integrity.flagged
+    # The fast path, as root and as an ordinary user alike: wherever there is a mount
+    # namespace, pytest is configured and its session started once, in the warm parent.
+    assert result.limits is not None
+    if evaluator.use_namespaces:
+        expected = "parsed and session started once, in the warm parent"
+        assert result.limits["sandbox"]["pytest_config"] == expected
 
 
 # -- hangs and resource attacks --------------------------------------------------------------

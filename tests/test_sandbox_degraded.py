@@ -15,6 +15,7 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.features import probe
+from tests.conftest import boot_clock, sandbox_processes
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
@@ -90,6 +91,33 @@ def test_a_detached_daemon_is_killed_by_the_subreaper(
     assert result.limits is not None  # type: ignore[attr-defined]
     assert result.limits["sandbox"]["processes"] == "subreaper"  # type: ignore[attr-defined]
     assert result.signal("pass_rate") == 0.0  # type: ignore[attr-defined]
+
+
+def test_a_fork_bomb_tree_leaves_no_process_behind(evaluator: Evaluator, tmp_path: Path) -> None:
+    # Every child forks on too (a tree, not a fan), and each waits 30 s: a sweep of the
+    # subreaper's direct children alone falls behind (the red team saw ~3,000 processes
+    # outlive score() as an ordinary user). The count is bounded by RLIMIT_NPROC: of the
+    # run's uid, or (not root) of the caller's uid, from what it had at the start.
+    if evaluator.features.root and evaluator.guarantees["process_limit"] is not None:
+        pytest.skip("root without a uid of its own: nothing bounds a fork bomb here")
+    since = boot_clock()
+    result = _score(
+        evaluator,
+        tmp_path,
+        """
+        import os, time
+        def add(a, b):
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.01)
+        """,
+    )
+    left = sandbox_processes(os.getpid(), since)
+    assert left == [], f"{len(left)} processes outlived score()"
+    assert result.error is not None  # type: ignore[attr-defined]
+    assert "timed out" in result.error  # type: ignore[attr-defined]
 
 
 @pytest.mark.skipif(probe().landlock_abi < 6, reason="needs Landlock ABI 6 (signal scoping)")

@@ -23,7 +23,6 @@ GUARANTEES: Mapping[str, str] = {
     "filesystem": "a run reads only the system, the interpreter and its work dir, and writes "
     "only its candidate dir and private home",
     "parent_unreachable": "a run can neither signal nor trace the trusted processes",
-    "own_uid": "a run's processes have a uid of their own, not the caller's",
 }
 
 
@@ -69,14 +68,18 @@ def assess(facts: Facts) -> dict[str, str | None]:
         None if f.namespaces else f"{no_ns}: the host's socket files are reachable by path"
     )
     found["filesystem"] = (
-        None if f.namespaces or f.landlock_abi >= 1 else f"{no_ns} and no Landlock"
+        None
+        if f.landlock_abi >= 1 or (f.namespaces and f.own_uid)
+        else f"{no_ns} and no Landlock"
+        if not f.namespaces
+        else "no Landlock, and the caller's uid (with its supplementary groups) may write "
+        "what it may write outside on the directories a run sees"
     )
     found["parent_unreachable"] = (
         None
         if f.namespaces or f.own_uid or scoped
         else f"{no_ns}, the caller's uid and no Landlock signal scope (ABI < 6)"
     )
-    found["own_uid"] = None if f.own_uid else "runs as the caller's uid"
     if f.network_allowed:
         found["network"] = None  # asked for: not a guarantee this run was to give
     return found
