@@ -132,9 +132,10 @@ def apply_mask(mask: Mask) -> None:
         for entry in mask.keep:
             with contextlib.suppress(FileNotFoundError):
                 held.append((entry, os.open(entry, os.O_PATH | os.O_CLOEXEC)))
-        linux.mount(
-            "tmpfs", mask.directory, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=755,size=1m"
-        )
+        flags = linux.MS_NOSUID | linux.MS_NODEV | (0 if held else linux.MS_RDONLY)
+        linux.mount("tmpfs", mask.directory, "tmpfs", flags, "mode=755,size=1m")
+        if not held:
+            return  # nothing to bind back: read-only from the start
         for entry, fd in held:
             _bind_back(fd, entry)
         _remount_read_only(mask.directory)
