@@ -120,6 +120,42 @@ def test_a_fork_bomb_tree_leaves_no_process_behind(evaluator: Evaluator, tmp_pat
     assert "timed out" in result.error  # type: ignore[attr-defined]
 
 
+def test_when_the_caller_is_killed_a_detached_daemon_goes_too(tmp_path: Path) -> None:
+    # The warm parent sees its caller go and asks each job to end its run; without
+    # namespaces the job then sweeps what its supervisor left (it is a subreaper too), where
+    # a plain kill of the job would orphan the daemon to init.
+    marker = "sw-orphan-cg"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_add.py").write_text(TESTS)
+    (tmp_path / "ref.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "c.py").write_text(
+        textwrap.dedent(DAEMON.replace(MARKER, marker).format(body="while True: pass"))
+    )
+    script = textwrap.dedent(
+        f"""
+        from pytest_scorewright.evaluator import Evaluator
+        from pytest_scorewright.limits import Limits
+        ev = Evaluator({str(tmp_path / "tests")!r}, reference={str(tmp_path / "ref.py")!r},
+                       limits=Limits(timeout_s=60), namespaces=False)
+        ev.score({str(tmp_path / "c.py")!r})
+        """
+    )
+    caller = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        deadline = time.monotonic() + 30
+        while not _named_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _named_processes(marker), "the daemon never started"
+    finally:
+        caller.kill()
+        caller.wait()
+    deadline = time.monotonic() + 10
+    while _named_processes(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    left = _named_processes(marker)
+    assert left == [], [_status(pid) for pid in left]
+
+
 @pytest.mark.skipif(probe().landlock_abi < 6, reason="needs Landlock ABI 6 (signal scoping)")
 def test_landlock_scoping_stops_signals_to_the_parent_without_namespaces(
     evaluator: Evaluator, tmp_path: Path

@@ -65,7 +65,12 @@ def assess(facts: Facts) -> dict[str, str | None]:
         + ("TCP denied by Landlock, UDP not" if f.landlock_abi >= 4 else "nothing denied")
     )
     found["host_sockets"] = (
-        None if f.namespaces else f"{no_ns}: the host's socket files are reachable by path"
+        f"{no_ns}: the host's socket files are reachable by path"
+        if not f.namespaces
+        else "the network is allowed (no network namespace) and Landlock has no abstract "
+        "socket scope here (ABI < 6): the host's abstract unix sockets are reachable"
+        if f.network_allowed and not scoped
+        else None
     )
     found["filesystem"] = (
         None

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import signal
 import time
 from typing import TYPE_CHECKING
 
@@ -47,6 +48,8 @@ def run_sandboxed(
     its session started) in the warm parent (prepared.py). ``disposable``: this process
     exists for this run only and may enter the namespaces itself (see the module docstring).
     """
+    if disposable:
+        signal.signal(signal.SIGTERM, _terminated)
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     start = time.monotonic()
@@ -76,6 +79,16 @@ def run_sandboxed(
         outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r, subreaper=disposable).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
+
+
+class Terminated(BaseException):
+    """The warm parent asked this job to end (its caller is gone): the watch's cleanup runs
+    (RunWatch.run's ``finally``), then the job exits."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup must not be cut short
+    raise Terminated
 
 
 def _pipe() -> tuple[int, int]:

@@ -21,6 +21,7 @@ import selectors
 import shutil
 import signal
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -29,6 +30,9 @@ from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.wire import SandboxSpec, outcome_to_wire, spec_from_wire
 from pytest_scorewright.warm.parent import UNLIMITED
 from pytest_scorewright.warm.prepared import prepare
+
+#: How long a job may take to end its run once its caller is gone.
+_JOB_GRACE_S = 5.0
 
 #: Imported once by the warm parent, so no fork imports them again.
 PRELOAD = (
@@ -94,10 +98,23 @@ def _caller_gone(
     """The caller closed its end: it is done, or it was killed. Its runs in flight go (each
     run's PID 1 dies with its job, and the kernel ends its namespace), and so do the
     directories a killed caller could not remove: the runs' work dirs and the fixed roots."""
-    for _, pid, _ in jobs.values():
+    # SIGTERM first: a job then ends its run as at a deadline (without namespaces that is
+    # the job's sweep of what its supervisor left, which SIGKILL would skip), within a grace.
+    pids = {pid for _, pid, _ in jobs.values()}
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + _JOB_GRACE_S
+    while pids and time.monotonic() < deadline:
+        for pid in list(pids):
+            with contextlib.suppress(ChildProcessError):
+                if os.waitpid(pid, os.WNOHANG)[0] == 0:
+                    continue
+            pids.discard(pid)
+        time.sleep(0.01)
+    for pid in pids:
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
-    for _, pid, _ in jobs.values():
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
     for path in (*dirs.values(), *fixed_roots):
