@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -120,11 +121,15 @@ def test_a_fork_bomb_tree_leaves_no_process_behind(evaluator: Evaluator, tmp_pat
     assert "timed out" in result.error  # type: ignore[attr-defined]
 
 
-def test_when_the_caller_is_killed_a_detached_daemon_goes_too(tmp_path: Path) -> None:
-    # The warm parent sees its caller go and asks each job to end its run; without
-    # namespaces the job then sweeps what its supervisor left (it is a subreaper too), where
-    # a plain kill of the job would orphan the daemon to init.
-    marker = "sw-orphan-cg"
+@pytest.mark.parametrize("killed", ["caller", "warm parent"])
+def test_when_the_caller_or_its_warm_parent_is_killed_a_detached_daemon_goes_too(
+    tmp_path: Path, killed: str
+) -> None:
+    # The warm parent sees its caller go and asks each job to end its run (a job whose warm
+    # parent dies is asked by the kernel: PR_SET_PDEATHSIG); without namespaces the job then
+    # sweeps what its supervisor left (it is a subreaper too), where a plain kill of the job
+    # would orphan the daemon to init. Long before the run's own 60 s deadline.
+    marker = "sw-orphan-cg" if killed == "caller" else "sw-orphan-wp"
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_add.py").write_text(TESTS)
     (tmp_path / "ref.py").write_text("def add(a, b):\n    return a + b\n")
@@ -137,23 +142,30 @@ def test_when_the_caller_is_killed_a_detached_daemon_goes_too(tmp_path: Path) ->
         from pytest_scorewright.limits import Limits
         ev = Evaluator({str(tmp_path / "tests")!r}, reference={str(tmp_path / "ref.py")!r},
                        limits=Limits(timeout_s=60), namespaces=False)
+        print(ev._warm._proc.pid, flush=True)
         ev.score({str(tmp_path / "c.py")!r})
         """
     )
-    caller = subprocess.Popen([sys.executable, "-c", script])
+    caller = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert caller.stdout is not None
     try:
+        warm_pid = int(caller.stdout.readline())
         deadline = time.monotonic() + 30
         while not _named_processes(marker) and time.monotonic() < deadline:
             time.sleep(0.05)
         assert _named_processes(marker), "the daemon never started"
+        os.kill(caller.pid if killed == "caller" else warm_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _named_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = _named_processes(marker)
+        assert left == [], [_status(pid) for pid in left]
     finally:
         caller.kill()
         caller.wait()
-    deadline = time.monotonic() + 10
-    while _named_processes(marker) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    left = _named_processes(marker)
-    assert left == [], [_status(pid) for pid in left]
+        caller.stdout.close()
 
 
 @pytest.mark.skipif(probe().landlock_abi < 6, reason="needs Landlock ABI 6 (signal scoping)")

@@ -50,6 +50,8 @@ def run_sandboxed(
     """
     if disposable:
         signal.signal(signal.SIGTERM, _terminated)
+        # If the warm parent dies (killed, crashed), this run ends as when its caller goes.
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     start = time.monotonic()
