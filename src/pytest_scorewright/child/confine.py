@@ -16,8 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_scorewright.child import landlock, linux
-from pytest_scorewright.child.procfs import tasks_of
-from pytest_scorewright.sandbox.wire import NPROC_USER, WorkerPlan
+from pytest_scorewright.sandbox.wire import WorkerPlan
 
 MiB = 1024 * 1024
 
@@ -81,8 +80,6 @@ def confine_worker(plan: WorkerPlan) -> dict[str, Any]:
         # Counted per real uid (per user namespace and uid since Linux 5.14); never for
         # root, which is why root's runs drop to a uid of their own.
         nproc = limits.processes + plan.nproc_slack
-        if plan.nproc_scope == NPROC_USER:  # shared with the caller's other processes
-            nproc += tasks_of(os.getuid())
         _limit(resource.RLIMIT_NPROC, nproc)
         applied.update(nproc=nproc, nproc_scope=plan.nproc_scope)
     if plan.landlock_policy is not None and plan.landlock_abi > 0:

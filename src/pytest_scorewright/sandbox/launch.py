@@ -24,6 +24,7 @@ the run is left (the kernel reaps PID 1 only once its namespace is empty).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
 import signal
@@ -34,7 +35,8 @@ from pytest_scorewright.child import linux
 from pytest_scorewright.child.namespaces import try_unshare
 from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
 from pytest_scorewright.sandbox.deadline import RunWatch
-from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
+from pytest_scorewright.sandbox.sweep import tasks_of
+from pytest_scorewright.sandbox.wire import NPROC_USER, ChildOutcome, SandboxSpec
 
 if TYPE_CHECKING:
     from pytest_scorewright.child.resume import Prepared
@@ -48,6 +50,7 @@ def run_sandboxed(
     its session started) in the warm parent (prepared.py). ``disposable``: this process
     exists for this run only and may enter the namespaces itself (see the module docstring).
     """
+    spec = _with_process_count(spec)
     if disposable:
         signal.signal(signal.SIGTERM, _terminated)
         # If the warm parent dies (killed, crashed), this run ends as when its caller goes.
@@ -81,6 +84,18 @@ def run_sandboxed(
         outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r, subreaper=disposable).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
+
+
+def _with_process_count(spec: SandboxSpec) -> SandboxSpec:
+    """Where RLIMIT_NPROC counts every process of the caller's uid, the worker's limit is what
+    that uid has now, plus S or PID 1 and the worker, plus ``limits.processes``: counted
+    here, before the fork, where /proc shows the host's processes and not a PID namespace's.
+    """
+    worker = spec.worker
+    if worker.nproc_scope != NPROC_USER:
+        return spec
+    slack = worker.nproc_slack + tasks_of(os.getuid()) + 2
+    return dataclasses.replace(spec, worker=dataclasses.replace(worker, nproc_slack=slack))
 
 
 class Terminated(BaseException):

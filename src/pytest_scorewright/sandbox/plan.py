@@ -189,6 +189,7 @@ class RunPlanner:
                 uid=uid,
                 landlock_policy=policy,
                 landlock_abi=s.features.landlock_abi,
+                drop_caps=user_ns,
                 **self._process_count(uid, user_ns),
             ),
             pytest_args=tuple(args),
@@ -217,12 +218,10 @@ class RunPlanner:
             return {"nproc_scope": NPROC_UID}
         if self.settings.features.root:
             return {}  # root is never counted
-        if user_ns:
-            if not self.settings.features.nproc_per_user_namespace:
-                return {"nproc_scope": NPROC_USER}
+        if user_ns and self.settings.features.nproc_per_user_namespace:
             # The namespace's creator (the job, or S) and PID 1 share the count.
-            return {"nproc_scope": NPROC_USERNS, "nproc_slack": 2, "drop_caps": True}
-        return {"nproc_scope": NPROC_USER}
+            return {"nproc_scope": NPROC_USERNS, "nproc_slack": 2}
+        return {"nproc_scope": NPROC_USER}  # the count at the start: sandbox/launch.py
 
     def _view(self, root: Path) -> tuple[Mask, ...]:
         """The masks of a run whose work dir it sees at ``root``: every top-level directory

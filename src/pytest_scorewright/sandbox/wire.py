@@ -55,7 +55,8 @@ class WorkerPlan:
     #: (root, whom the kernel does not count).
     nproc_scope: str = ""
     #: Processes of the same count that are not the candidate's (a user namespace's count
-    #: includes its creator and PID 1), added to ``limits.processes``.
+    #: includes its creator and PID 1; the caller's uid's, every process it has), added to
+    #: ``limits.processes``.
     nproc_slack: int = 0
     #: In a user namespace of its own, with no other uid to change to: drop every capability.
     drop_caps: bool = False
