@@ -716,3 +716,27 @@ def test_honest_multiprocessing_works_on_a_private_dev_shm(
     assert result.signal("pass_rate") == 1.0, [(t.nodeid, t.message) for t in result.tests]
     assert not result.integrity.flagged, result.integrity.reasons
     assert sandbox_processes(os.getpid(), since) == []
+
+
+def test_an_honest_subprocess_of_the_interpreter_works_whatever_the_callers_umask(
+    task: Path, tmp_path: Path
+) -> None:
+    # The run's view binds the interpreter back into hidden directories (pyenv under /root,
+    # a venv under /home): the directories on the way must let the run's uid through even
+    # when the caller's umask is 077, or only what the warm parent had imported would work.
+    candidate = tmp_path / "sub.py"
+    candidate.write_text(
+        "import subprocess, sys\n"
+        "def add(a, b):\n"
+        "    code = f'import decimal; print({a} + {b})'\n"
+        "    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+        "    return int(done.stdout or done.stderr[-300:])\n"
+    )
+    umask = os.umask(0o077)
+    try:
+        ev = Evaluator(task / "tests", limits=Limits(timeout_s=TIMEOUT_S, grace_s=1.0))
+    finally:
+        os.umask(umask)
+    with ev:
+        result = ev.score(candidate)
+    assert result.signal("pass_rate") == 1.0, [(t.nodeid, t.message) for t in result.tests]

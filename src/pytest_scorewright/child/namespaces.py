@@ -148,9 +148,14 @@ def apply_mask(mask: Mask) -> None:
 
 def _bind_back(fd: int, target: str) -> None:
     is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
-    os.makedirs(target if is_dir else os.path.dirname(target), mode=0o755, exist_ok=True)
-    if not is_dir:
-        os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    # The directories on the way must let the run's uid through, whatever the caller's umask.
+    umask = os.umask(0o022)
+    try:
+        os.makedirs(target if is_dir else os.path.dirname(target), mode=0o755, exist_ok=True)
+        if not is_dir:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    finally:
+        os.umask(umask)
     linux.mount(f"/proc/self/fd/{fd}", target, None, linux.MS_BIND | linux.MS_REC, None)
 
 
