@@ -389,6 +389,10 @@ def _hand_over(ws: Workspace, uid: int) -> None:
             for name in filenames:
                 os.chown(os.path.join(dirpath, name), uid, uid)
     os.chmod(ws.home, 0o700)
+    with os.scandir(ws.root) as entries:  # our ini file: readable whatever the umask
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                os.chmod(entry.path, 0o644)
     for dirpath, _, filenames in os.walk(ws.tests):
         os.chmod(dirpath, 0o755)  # noqa: S103 - readable tests, writable by root only
         for name in filenames:
