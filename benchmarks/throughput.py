@@ -3,6 +3,13 @@
 Run from the project root::
 
     python -m benchmarks.throughput [--task DIR] [--candidates N] [--rounds R] [--scaling]
+                                    [--as user]
+
+Run it as the user you score as. ``--as user`` (from root) runs it as an ordinary user, an
+unprivileged uid of its own made by tests/modes.py (the same as the mode tests use), so the
+two can be compared in the same hour: the sandbox an ordinary user gets is namespaced too
+(a user namespace first), and its per-candidate cost should be within 10% of root's. The
+header says which sandbox was measured (``limits.sandbox`` of the first result).
 
 A task is a directory with ``tests/``, ``heldout/`` (optional), ``reference/`` (or
 ``reference.py``) and ``candidates/*.py`` (the default: tests/corpus/numbers, 12 visible +
@@ -130,6 +137,13 @@ def check_correct(
             if m and m.group(1) in ("PASSED", "XPASS")
         }
         result = evaluator.score(candidate)
+        if len(own) == 1 and result.limits is not None:
+            box = result.limits["sandbox"]
+            print(
+                f"  sandbox: uid {os.getuid()}, processes {box['processes']}"
+                f"{' (user namespace)' if box.get('user_namespace') else ''}, "
+                f"pytest_config {box['pytest_config']!r}"
+            )
         ours_passed = {_key(t.nodeid) for t in result.tests if t.outcome == "passed"}
         flags = [r.code for r in result.integrity.reasons]
         ok = fresh_passed == ours_passed and result.ok
@@ -152,7 +166,15 @@ def main() -> int:
     parser.add_argument("--candidates", type=int, default=40)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scaling", action="store_true", help="also -j 1 and an executor")
+    parser.add_argument(
+        "--as",
+        dest="as_mode",
+        choices=("user",),
+        help="from root: run as an ordinary user (an unprivileged uid, tests/modes.py)",
+    )
     args = parser.parse_args()
+    if args.as_mode:
+        _reexec_as(args.as_mode)
     task = Task(args.task.resolve(), args.module)
     pool = sorted(p for p in (task.root / "candidates").glob(args.glob) if "slow" not in p.name)
     if not pool:
@@ -211,6 +233,22 @@ def main() -> int:
     distinct = len(set(candidates))
     print(f"results: {distinct - wrong}/{distinct} distinct candidates correct")
     return 1 if wrong else 0
+
+
+def _reexec_as(mode: str) -> None:
+    """Run this benchmark again, with the same arguments less ``--as``, as ``mode``."""
+    if os.geteuid() != 0:
+        raise SystemExit("error: --as needs root (it makes the unprivileged uid); run it as you")
+    from tests.modes import session_uid
+
+    argv = [a for a in sys.argv[1:] if a != "--as" and a != mode and not a.startswith("--as=")]
+    uid = str(session_uid())
+    home = tempfile.mkdtemp(prefix="sw-bench-")
+    os.chown(home, int(uid), int(uid))
+    os.environ["HOME"] = home
+    command = [sys.executable, "-m", "benchmarks.throughput", *argv]
+    launcher = [sys.executable, "-m", "tests.modes", mode, uid, "--", *command]
+    os.execv(sys.executable, launcher)  # noqa: S606 - our interpreter, our modules
 
 
 if __name__ == "__main__":

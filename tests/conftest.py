@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -73,20 +74,40 @@ def run_scored(pytester: pytest.Pytester) -> RunScored:
     return run
 
 
-def sandbox_processes(caller_pid: int) -> list[int]:
-    """Processes running as one of the sandbox uids that an Evaluator in process
-    ``caller_pid`` hands out (read from /proc/<pid>/status: a non-dumpable process's /proc
-    directory belongs to root). Other processes' sandboxes, say a second test run on the
-    machine, are not counted."""
+def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
+    """Processes of the runs of an Evaluator in process ``caller_pid`` (read from
+    /proc/<pid>/status: a non-dumpable process's /proc directory belongs to root).
+
+    As root: those running as one of the sandbox uids the Evaluator hands out; other
+    processes' sandboxes, say a second test run on the machine, are not counted. Otherwise
+    the runs have the caller's own uid: those of that uid started after ``since`` (a
+    ``boot_clock()`` reading) that are neither the caller nor its children (its warm
+    parents); other processes of the uid started meanwhile would be counted too, so tests
+    that drop to a uid of their own (tests/modes.py) are exact."""
     low = UID_BASE + (caller_pid % 4096) * 256
+    mine = os.getuid()
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():
             try:
                 status = Path(f"/proc/{entry}/status").read_text()
+                stat = Path(f"/proc/{entry}/stat").read_bytes()
             except OSError:
                 continue
-            uid = next((line.split()[1] for line in status.splitlines() if line[:4] == "Uid:"), "0")
-            if low <= int(uid) < low + 256:
+            uid = int(next((ln.split()[1] for ln in status.splitlines() if ln[:4] == "Uid:"), 0))
+            if mine == 0:
+                if low <= uid < low + 256:
+                    found.append(int(entry))
+                continue
+            fields = stat.rsplit(b")", 1)[1].split()
+            ppid, started = int(fields[1]), int(fields[19]) / os.sysconf("SC_CLK_TCK")
+            if uid != mine or int(entry) == caller_pid or ppid == caller_pid:
+                continue
+            if since is None or started >= since - 0.05:
                 found.append(int(entry))
     return found
+
+
+def boot_clock() -> float:
+    """Seconds since boot, the clock of /proc/<pid>/stat's start times."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)

@@ -21,8 +21,7 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
-from pytest_scorewright.sandbox.features import probe
-from tests.conftest import sandbox_processes
+from tests.conftest import boot_clock, sandbox_processes
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
@@ -55,10 +54,15 @@ def test_large():
 
 TIMEOUT_S = 4.0
 
-needs_root_sandbox = pytest.mark.skipif(
-    os.geteuid() != 0 or probe().namespaces_unavailable is not None,
-    reason="needs root and Linux namespaces (the uid-drop sandbox)",
-)
+
+def need(evaluator: Evaluator, *names: str) -> None:
+    """Skip unless the sandbox has these guarantees here (as root, as an ordinary user, in a
+    container: tests/test_sandbox_modes.py runs this module in each); the result must then
+    not claim them either (checked by every attack, through ``score``)."""
+    for name in names:
+        why = evaluator.guarantees[name]
+        if why is not None:
+            pytest.skip(f"{name} does not hold here: {why}")
 
 
 @pytest.fixture(scope="module")
@@ -90,6 +94,7 @@ def evaluator(task: Path) -> Iterator[Evaluator]:
 def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResult, float]:
     candidate = tmp_path / "candidate.py"
     candidate.write_text(textwrap.dedent(source))
+    since = boot_clock()
     started = time.monotonic()
     result = evaluator.score(candidate)
     elapsed = time.monotonic() - started
@@ -99,8 +104,13 @@ def score(evaluator: Evaluator, tmp_path: Path, source: str) -> tuple[ScoreResul
     assert result.signal("pass_rate") != 1.0, "a wrong candidate got a full pass"
     # The whole call keeps to the budget (grace included); 3 s for fork, copies and the result.
     assert elapsed < TIMEOUT_S + 3, elapsed
-    left = sandbox_processes(os.getpid())
+    left = sandbox_processes(os.getpid(), since)
     assert left == [], f"a candidate process outlived score(): {_describe(left)}"
+    # The result claims exactly the guarantees the evaluator says hold here.
+    assert result.limits is not None
+    held = {name for name, why in evaluator.guarantees.items() if why is None}
+    if result.limits["sandbox"]["guarantees"]:  # empty where the sandbox failed to start
+        assert set(result.limits["sandbox"]["guarantees"]) == held
     return result, elapsed
 
 
@@ -129,6 +139,12 @@ def test_the_reference_scores_a_full_pass(evaluator: Evaluator, task: Path) -> N
     assert result.signal("pass_rate") == 1.0
     assert result.signal("heldout_pass_rate") == 1.0
     assert not result.integrity.flagged
+    # The fast path, as root and as an ordinary user alike: wherever there is a mount
+    # namespace, pytest is configured and its session started once, in the warm parent.
+    assert result.limits is not None
+    if evaluator.use_namespaces:
+        expected = "parsed and session started once, in the warm parent"
+        assert result.limits["sandbox"]["pytest_config"] == expected
 
 
 # -- hangs and resource attacks --------------------------------------------------------------
@@ -173,16 +189,16 @@ if os.fork() == 0:
 """
 
 
-@needs_root_sandbox
 def test_a_setsid_daemon_does_not_outlive_the_run(evaluator: Evaluator, tmp_path: Path) -> None:
+    need(evaluator, "processes_end")
     result, _ = score(evaluator, tmp_path, DAEMON + "def add(a, b):\n    return a - b\n")
     assert outcomes(result)["test_small"] == "failed"
 
 
-@needs_root_sandbox
 def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
-    task: Path, tmp_path: Path
+    evaluator: Evaluator, task: Path, tmp_path: Path
 ) -> None:
+    need(evaluator, "processes_end")
     # The warm parent's job process enters the namespaces itself and forks PID 1; without a
     # warm parent the caller forks a supervisor that does (supervisor.py). Both must hold.
     # memory_mb counts the forking process's address space too: here that of this test
@@ -191,13 +207,19 @@ def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
     with Evaluator(task / "tests", reference=task / "reference", limits=limits, warm=False) as ev:
         daemon, _ = score(ev, tmp_path, DAEMON + "def add(a, b):\n    while True:\n        pass\n")
     assert daemon.limits is not None
-    assert daemon.limits["sandbox"]["processes"] == "namespaces"
+    layout = "namespaces" if evaluator.use_namespaces else "subreaper"
+    assert daemon.limits["sandbox"]["processes"] == layout
     assert daemon.error is not None
     assert "timed out" in daemon.error
 
 
-@needs_root_sandbox
 def test_a_fork_bomb_is_stopped_by_the_process_limit(evaluator: Evaluator, tmp_path: Path) -> None:
+    # Where RLIMIT_NPROC counts every process of the caller's uid (no namespaces, not root),
+    # the bomb is still bounded: by what that uid had when the run started, plus the limit.
+    # Only root without a uid of its own has no bound at all: never set one off there.
+    need(evaluator, "processes_end")
+    if evaluator.guarantees["process_limit"] is not None and evaluator.features.root:
+        pytest.skip("root without a uid of its own: nothing bounds a fork bomb here")
     result, _ = score(
         evaluator,
         tmp_path,
@@ -425,8 +447,8 @@ def test_a_stale_pyc_never_scores_an_old_candidate(evaluator: Evaluator, tmp_pat
 # -- attacks on the parent, the host and the secrets ----------------------------------------
 
 
-@needs_root_sandbox
 def test_the_candidate_cannot_kill_or_read_the_parent(evaluator: Evaluator, tmp_path: Path) -> None:
+    need(evaluator, "parent_unreachable")
     parent = os.getpid()
     result, _ = score(
         evaluator,
@@ -460,10 +482,10 @@ def test_the_candidate_cannot_kill_or_read_the_parent(evaluator: Evaluator, tmp_
     assert f"signalled {parent}" not in message
 
 
-@needs_root_sandbox
 def test_writes_outside_the_work_dir_fail_and_the_tests_stay_unchanged(
     evaluator: Evaluator, tmp_path: Path, task: Path
 ) -> None:
+    need(evaluator, "filesystem")
     outside = tmp_path / "pwned.txt"
     victim = task / "tests" / "test_add.py"
     before = victim.read_text()
@@ -493,10 +515,10 @@ def test_writes_outside_the_work_dir_fail_and_the_tests_stay_unchanged(
     assert victim.read_text() == before
 
 
-@needs_root_sandbox
 def test_heldout_and_reference_files_are_unreadable(
     evaluator: Evaluator, tmp_path: Path, task: Path
 ) -> None:
+    need(evaluator, "filesystem")
     result, _ = score(
         evaluator,
         tmp_path,
@@ -554,6 +576,80 @@ def test_no_connection_reaches_a_loopback_listener(evaluator: Evaluator, tmp_pat
     assert outcomes(result)["test_small"] == "failed"
 
 
+def _listen_unix(address: str | bytes) -> socket.socket:
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(address)
+    if isinstance(address, str):
+        # World-writable, as the red team's was: any uid may connect.
+        os.chmod(address, 0o777)  # noqa: S103 - the attack's target
+    listener.listen(5)
+    listener.settimeout(0.1)
+    return listener
+
+
+def test_no_unix_socket_of_the_host_is_reachable(evaluator: Evaluator, tmp_path: Path) -> None:
+    # Sockets where services put them (/tmp, /dev/shm; /run alike), and an abstract one.
+    paths = [f"/tmp/sw-host-{os.getpid()}.sock", f"/dev/shm/sw-host-{os.getpid()}.sock"]
+    abstract = f"\0sw-host-{os.getpid()}".encode()
+    listeners = [_listen_unix(p) for p in paths if os.path.isdir(os.path.dirname(p))]
+    listeners.append(_listen_unix(abstract))
+    accepted: list[str] = []
+    stop = threading.Event()
+
+    def accept(listener: socket.socket) -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+            except OSError:
+                continue
+            accepted.append(str(listener.getsockname()))
+            conn.close()
+
+    threads = [threading.Thread(target=accept, args=(lst,)) for lst in listeners]
+    for thread in threads:
+        thread.start()
+    try:
+        result, _ = score(
+            evaluator,
+            tmp_path,
+            f"""
+            import socket
+            reached = []
+            for address in {[*paths, abstract]!r}:
+                try:
+                    with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as sock:
+                        sock.settimeout(1)
+                        sock.connect(address)
+                        sock.sendall(b"hi")
+                        reached.append(address)
+                except OSError:
+                    pass
+            def add(a, b):
+                raise AssertionError(f"reached {{reached}}")
+            """,
+        )
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join()
+        for listener in listeners:
+            listener.close()
+        for path in paths:
+            Path(path).unlink(missing_ok=True)
+    message = next(t.message for t in result.tests if t.nodeid.endswith("test_small"))
+    assert message is not None, (result.error, result.tests, result.extra)
+    assert "reached" in message  # the candidate did try
+    if evaluator.guarantees["host_sockets"] is None:
+        assert accepted == [], message
+    else:
+        # Socket files are reachable by path without a mount namespace (the result says
+        # so, checked in score()); abstract sockets are still scoped by Landlock (ABI >= 6).
+        assert result.limits is not None
+        assert "host_sockets" in result.limits["sandbox"]["not_held"]
+        if evaluator.features.landlock_abi >= 6:
+            assert str(abstract) not in accepted, message
+
+
 # -- attacks on the result -------------------------------------------------------------------
 
 
@@ -595,10 +691,11 @@ def test_a_symlink_in_the_candidate_dir_is_not_followed(
     assert "answers.py" not in message
 
 
-@needs_root_sandbox
 def test_honest_multiprocessing_works_on_a_private_dev_shm(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:
+    if not evaluator.use_namespaces:
+        pytest.skip("no mount namespace here: /dev/shm is the host's, so not writable")
     candidate = tmp_path / "mp.py"
     candidate.write_text(
         textwrap.dedent(
@@ -614,7 +711,32 @@ def test_honest_multiprocessing_works_on_a_private_dev_shm(
             """
         )
     )
+    since = boot_clock()
     result = evaluator.score(candidate)
     assert result.signal("pass_rate") == 1.0, [(t.nodeid, t.message) for t in result.tests]
     assert not result.integrity.flagged, result.integrity.reasons
-    assert sandbox_processes(os.getpid()) == []
+    assert sandbox_processes(os.getpid(), since) == []
+
+
+def test_an_honest_subprocess_of_the_interpreter_works_whatever_the_callers_umask(
+    task: Path, tmp_path: Path
+) -> None:
+    # The run's view binds the interpreter back into hidden directories (pyenv under /root,
+    # a venv under /home): the directories on the way must let the run's uid through even
+    # when the caller's umask is 077, or only what the warm parent had imported would work.
+    candidate = tmp_path / "sub.py"
+    candidate.write_text(
+        "import subprocess, sys\n"
+        "def add(a, b):\n"
+        "    code = f'import decimal; print({a} + {b})'\n"
+        "    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)\n"
+        "    return int(done.stdout or done.stderr[-300:])\n"
+    )
+    umask = os.umask(0o077)
+    try:
+        ev = Evaluator(task / "tests", limits=Limits(timeout_s=TIMEOUT_S, grace_s=1.0))
+    finally:
+        os.umask(umask)
+    with ev:
+        result = ev.score(candidate)
+    assert result.signal("pass_rate") == 1.0, [(t.nodeid, t.message) for t in result.tests]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -15,6 +17,7 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.features import probe
+from tests.conftest import boot_clock, sandbox_processes
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
@@ -90,6 +93,83 @@ def test_a_detached_daemon_is_killed_by_the_subreaper(
     assert result.limits is not None  # type: ignore[attr-defined]
     assert result.limits["sandbox"]["processes"] == "subreaper"  # type: ignore[attr-defined]
     assert result.signal("pass_rate") == 0.0  # type: ignore[attr-defined]
+
+
+def test_a_fork_bomb_tree_leaves_no_process_behind(evaluator: Evaluator, tmp_path: Path) -> None:
+    # Every child forks on too (a tree, not a fan), and each waits 30 s: a sweep of the
+    # subreaper's direct children alone falls behind (the red team saw ~3,000 processes
+    # outlive score() as an ordinary user). The count is bounded by RLIMIT_NPROC: of the
+    # run's uid, or (not root) of the caller's uid, from what it had at the start.
+    if evaluator.features.root and evaluator.guarantees["process_limit"] is not None:
+        pytest.skip("root without a uid of its own: nothing bounds a fork bomb here")
+    since = boot_clock()
+    result = _score(
+        evaluator,
+        tmp_path,
+        """
+        import os, time
+        def add(a, b):
+            while True:
+                try:
+                    os.fork()
+                except OSError:
+                    time.sleep(0.01)
+        """,
+    )
+    left = sandbox_processes(os.getpid(), since)
+    assert left == [], f"{len(left)} processes outlived score()"
+    assert result.error is not None  # type: ignore[attr-defined]
+    assert "timed out" in result.error  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("killed", ["caller", "warm parent"])
+def test_when_the_caller_or_its_warm_parent_is_killed_a_detached_daemon_goes_too(
+    tmp_path: Path, killed: str
+) -> None:
+    # The warm parent sees its caller go and asks each job to end its run (a job whose warm
+    # parent dies is asked by the kernel: PR_SET_PDEATHSIG); without namespaces the job then
+    # sweeps what its supervisor left (it is a subreaper too), where a plain kill of the job
+    # would orphan the daemon to init. Long before the run's own 60 s deadline.
+    marker = "sw-orphan-cg" if killed == "caller" else "sw-orphan-wp"
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_add.py").write_text(TESTS)
+    (tmp_path / "ref.py").write_text("def add(a, b):\n    return a + b\n")
+    (tmp_path / "c.py").write_text(
+        textwrap.dedent(DAEMON.replace(MARKER, marker).format(body="while True: pass"))
+    )
+    script = textwrap.dedent(
+        f"""
+        from pytest_scorewright.evaluator import Evaluator
+        from pytest_scorewright.limits import Limits
+        ev = Evaluator({str(tmp_path / "tests")!r}, reference={str(tmp_path / "ref.py")!r},
+                       limits=Limits(timeout_s=60), namespaces=False)
+        print(ev._warm._proc.pid, flush=True)
+        ev.score({str(tmp_path / "c.py")!r})
+        """
+    )
+    caller = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL
+    )
+    assert caller.stdout is not None
+    try:
+        warm_pid = int(caller.stdout.readline())
+        deadline = time.monotonic() + 30
+        while not _named_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert _named_processes(marker), "the daemon never started"
+        os.kill(caller.pid if killed == "caller" else warm_pid, signal.SIGKILL)
+        deadline = time.monotonic() + 10
+        while _named_processes(marker) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        left = _named_processes(marker)
+        assert left == [], [_status(pid) for pid in left]
+    finally:
+        # A caller whose warm parent died gets an error and removes its runs' work dirs.
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            caller.wait(timeout=10)
+        caller.kill()
+        caller.wait()
+        caller.stdout.close()
 
 
 @pytest.mark.skipif(probe().landlock_abi < 6, reason="needs Landlock ABI 6 (signal scoping)")

@@ -51,6 +51,7 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         network=args.allow_network,
         fail_closed=args.fail_closed,
         repeats=args.repeats,
+        require_isolation=args.require_isolation,
     )
 
 
@@ -172,6 +173,15 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
     p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")
+    p.add_argument(
+        "--require-isolation",
+        nargs="?",
+        const=True,
+        default=False,
+        metavar="NAMES",
+        help="Refuse to score where a sandbox guarantee cannot be met: all of them, or the "
+        "comma-separated NAMES (docs/sandbox.md)",
+    )
     p.add_argument(
         "--repeats",
         type=_whole_number(0),

@@ -27,7 +27,7 @@ from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.results.assemble import assemble, infrastructure_result
-from pytest_scorewright.sandbox import features
+from pytest_scorewright.sandbox import features, guarantees
 from pytest_scorewright.sandbox.collect import STUB, expected_ids
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.plan import RunPlanner, RunSettings
@@ -84,6 +84,10 @@ class Evaluator:
     - ``workdir``: where run directories are made (default: the system temp dir).
     - ``namespaces``: ``False`` skips Linux namespaces even where they work (the degraded mode
       of docs/sandbox.md, for hosts that forbid them).
+    - ``require_isolation``: refuse to score (``ConfigError``, before any run) where one of
+      these guarantees cannot be met here: ``True`` for all, or names from
+      ``sandbox.guarantees.GUARANTEES`` (docs/sandbox.md). Every result lists the guarantees
+      its runs had in ``limits.sandbox``.
     - ``repeats``: run the visible tests this many more times, for timing checks.
     - ``support_files``: trusted files or directories copied next to every candidate.
     - ``warm``: fork every run from a warm parent (default); ``False`` forks from this
@@ -115,6 +119,7 @@ class Evaluator:
         warm: bool = True,
         preload: Sequence[str] = (),
         isolation: str = "in-process",
+        require_isolation: bool | Sequence[str] = False,
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with
         # an executor): plain, picklable values.
@@ -132,6 +137,9 @@ class Evaluator:
             "support_files": [os.fspath(p) for p in support_files or ()],
             "preload": list(preload),
             "isolation": isolation,
+            "require_isolation": require_isolation
+            if isinstance(require_isolation, bool)
+            else list(require_isolation),
         }
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
@@ -141,6 +149,7 @@ class Evaluator:
             raise ConfigError(
                 f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
             )
+        required = guarantees.required(require_isolation)
         self.module = module
         self.tests = require_dir(tests, "tests directory")
         self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
@@ -171,6 +180,11 @@ class Evaluator:
             trusted=[*suites, *([self.reference] if self.reference else [])],
             warm=self._warm is not None,
         )
+        try:
+            guarantees.refuse_unless_met(required, guarantees.assess(self._planner.planned_facts()))
+        except ConfigError:
+            self.close()
+            raise
         self.expected_visible, self.expected_heldout = self._collect_suites()
         self.anchors: dict[str, dict[str, list[Anchor]]] = {}
         #: Whether candidates run apart from the tests (docs/isolation.md), and why.
@@ -183,6 +197,12 @@ class Evaluator:
         self.baseline = self._measure_reference() if self.reference is not None else None
 
     # -- public ------------------------------------------------------------------------------
+
+    @property
+    def guarantees(self) -> dict[str, str | None]:
+        """Each sandbox guarantee (``sandbox.guarantees.GUARANTEES``) of this evaluator's
+        runs: None where it holds here, else why not."""
+        return guarantees.assess(self._planner.planned_facts())
 
     def score(
         self,

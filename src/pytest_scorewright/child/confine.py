@@ -22,7 +22,8 @@ MiB = 1024 * 1024
 
 
 def reset_process(keep_fds: Sequence[int]) -> None:
-    """Default signal handlers, empty signal mask, stdin from /dev/null, every fd but
+    """Default signal handlers (SIGPIPE and SIGXFSZ ignored, as Python starts), empty signal
+    mask, stdin from /dev/null, every fd but
     ``keep_fds`` and 0-2 closed, and the inherited environment block wiped."""
     for signum in signal.valid_signals():
         if signum in (signal.SIGKILL, signal.SIGSTOP):
@@ -31,6 +32,10 @@ def reset_process(keep_fds: Sequence[int]) -> None:
             signal.signal(signum, signal.SIG_DFL)
         except (OSError, ValueError):
             continue
+    # As a fresh interpreter has them: a write to a closed pipe or socket, or past
+    # RLIMIT_FSIZE, raises an OSError instead of killing the process.
+    signal.signal(signal.SIGPIPE, signal.SIG_IGN)
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
     signal.pthread_sigmask(signal.SIG_SETMASK, [])
     null = os.open(os.devnull, os.O_RDONLY)
     os.dup2(null, 0)
@@ -71,11 +76,12 @@ def confine_worker(plan: WorkerPlan) -> dict[str, Any]:
     _limit(resource.RLIMIT_NOFILE, limits.open_files)
     _limit(resource.RLIMIT_FSIZE, limits.file_size_mb * MiB)
     applied: dict[str, Any] = {"uid": plan.uid, "landlock_abi": 0, "nproc": None}
-    if plan.uid is not None:
-        # Counted per real uid across the system; holds only for a non-root uid, which is
-        # why the uid is dropped, and why each sandbox gets a uid of its own.
-        _limit(resource.RLIMIT_NPROC, limits.processes)
-        applied["nproc"] = limits.processes
+    if plan.nproc_scope:
+        # Counted per real uid (per user namespace and uid since Linux 5.14); never for
+        # root, which is why root's runs drop to a uid of their own.
+        nproc = limits.processes + plan.nproc_slack
+        _limit(resource.RLIMIT_NPROC, nproc)
+        applied.update(nproc=nproc, nproc_scope=plan.nproc_scope)
     if plan.landlock_policy is not None and plan.landlock_abi > 0:
         done = landlock.restrict_self(plan.landlock_policy, plan.landlock_abi)
         applied.update(landlock_abi=done.abi, landlock_tcp=done.tcp, landlock_scoped=done.scoped)
@@ -85,6 +91,9 @@ def confine_worker(plan: WorkerPlan) -> dict[str, Any]:
         os.setgroups([])
         os.setgid(plan.uid)
         os.setuid(plan.uid)
+    elif plan.drop_caps:
+        linux.drop_all_capabilities()
+        applied["capabilities"] = "dropped"
     return applied
 
 

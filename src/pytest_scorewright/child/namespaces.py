@@ -1,14 +1,24 @@
-"""Linux namespaces for the child: its own PID, mount and network namespaces.
+"""Linux namespaces for the child: its own user (when not root), PID, mount, network, IPC and
+UTS namespaces, and the run's view of the file system.
 
 In a new PID namespace the first child is PID 1; when it dies the kernel kills every other
 process in the namespace, however it tried to escape (``setsid``, double fork). That is what
 makes "no process of a candidate outlives the run" hold. The mount namespace lets PID 1 mount
-a private /proc (so the parent's processes are invisible) and hide directories the dropped uid
-must not see; the network namespace has only a loopback interface.
+a private /proc (so the parent's processes are invisible), show the run only the directories
+it needs (every other top-level directory behind an empty tmpfs: no host socket, pathname or
+under /dev, is reachable), and keep the work dir read-only but for the candidate's own
+directories; the network namespace has only a loopback interface (and its own abstract unix
+socket space), the IPC namespace its own System V and POSIX message queue objects.
+
+An ordinary user enters a user namespace first, in the same call: it maps only the caller's
+own uid and gid (no helper, no subordinate ids), and owns the other namespaces, so PID 1 may
+mount in them. Its processes hold every capability inside that namespace, which the worker
+drops (confine.py) before any candidate code runs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import socket
@@ -21,57 +31,166 @@ from pytest_scorewright.sandbox.wire import Mask
 _SIOCGIFFLAGS, _SIOCSIFFLAGS = 0x8913, 0x8914
 _IFF_UP, _IFF_RUNNING = 0x1, 0x40
 
+#: Every run gets these; the network namespace is left out when the network is allowed.
+_FLAGS = linux.CLONE_NEWPID | linux.CLONE_NEWNS | linux.CLONE_NEWIPC | linux.CLONE_NEWUTS
 
-def try_unshare(*, isolate_network: bool) -> str | None:
-    """Enter new PID + mount (+ network) namespaces; None on success, else why not."""
-    flags = linux.CLONE_NEWPID | linux.CLONE_NEWNS
-    if isolate_network:
-        flags |= linux.CLONE_NEWNET
+#: Device nodes bound back into the run's own /dev (the rest of the host's /dev, sockets such
+#: as /dev/log included, is not there).
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+_DEV_LINKS = {
+    "fd": "/proc/self/fd",
+    "stdin": "/proc/self/fd/0",
+    "stdout": "/proc/self/fd/1",
+    "stderr": "/proc/self/fd/2",
+    "ptmx": "pts/ptmx",
+}
+
+
+class MappingFailed(RuntimeError):
+    """unshare(CLONE_NEWUSER) worked but the uid map could not be written: this process is
+    in a namespace with no uid of its own and must not go on."""
+
+
+def try_unshare(*, isolate_network: bool, user: bool) -> str | None:
+    """Enter the new namespaces (a user namespace first when ``user``); None on success, else
+    why not (this process is then unchanged)."""
+    flags = _FLAGS | (linux.CLONE_NEWNET if isolate_network else 0)
+    uid, gid = os.geteuid(), os.getegid()
     try:
-        linux.unshare(flags)
+        linux.unshare(flags | (linux.CLONE_NEWUSER if user else 0))
     except OSError as exc:
         return f"unshare: {exc.strerror}"
+    if user:
+        try:
+            _map_self(uid, gid)
+        except OSError as exc:
+            raise MappingFailed(f"user namespace map: {exc.strerror}") from exc
     return None
+
+
+def _map_self(uid: int, gid: int) -> None:
+    # An unprivileged process may map its own uid and gid only, and the gid only after giving
+    # up setgroups (so it cannot drop a group that denies it access): the caller's
+    # supplementary groups stay in force for permission checks on host files.
+    with open("/proc/self/setgroups", "w") as fh:
+        fh.write("deny")
+    with open("/proc/self/uid_map", "w") as fh:
+        fh.write(f"{uid} {uid} 1")
+    with open("/proc/self/gid_map", "w") as fh:
+        fh.write(f"{gid} {gid} 1")
 
 
 def setup_as_init(
     masks: Sequence[Mask],
-    stage_dir: str,
     *,
     loopback: bool,
     bind: tuple[str, str] | None = None,
+    work: tuple[str, Sequence[str]] | None = None,
 ) -> None:
-    """Run as PID 1 of the new namespaces, still privileged: private mounts, own /proc,
-    the work dir at its fixed path (``bind``: source, target), masks, loopback up."""
+    """Run as PID 1 of the new namespaces, still privileged: private mounts, own /proc, the
+    work dir at its fixed path (``bind``: source, target), the work dir read-only but for
+    some directories (``work``: its root as the run sees it, the writable ones), the masks,
+    a /dev of its own, loopback up."""
     linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
     linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV | linux.MS_NOEXEC, None)
     if bind is not None:  # before the masks, which might hide the source
         linux.mount(bind[0], bind[1], None, linux.MS_BIND | linux.MS_REC, None)
-    for i, mask in enumerate(masks):
-        _apply_mask(mask, os.path.join(stage_dir, str(i)))
-    # A private, empty /dev/shm per run: multiprocessing needs it for its semaphores, and
-    # nothing written there outlives the run (no cache shared across candidates).
-    shm = "/dev/shm"  # noqa: S108 - mounted over with a tmpfs of this run's own
-    if os.path.isdir(shm):
-        linux.mount("tmpfs", shm, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+    if work is not None:
+        _read_only_but(*work)
+    for mask in masks:
+        apply_mask(mask)
+    _private_dev()
     if loopback:
         _loopback_up()
 
 
-def _apply_mask(mask: Mask, stage: str) -> None:
-    os.makedirs(stage, exist_ok=True)
-    staged = []
-    for j, entry in enumerate(mask.keep):
-        target = os.path.join(stage, str(j))
-        os.mkdir(target)
-        linux.mount(entry, target, None, linux.MS_BIND | linux.MS_REC, None)
-        staged.append((entry, target))
-    linux.mount("tmpfs", mask.directory, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=755")
-    for entry, target in staged:
-        final = os.path.join(mask.directory, os.path.basename(entry))
-        os.mkdir(final)
-        linux.mount(target, final, None, linux.MS_BIND | linux.MS_REC, None)
-        linux.umount(target)
+def _read_only_but(root: str, writable: Sequence[str]) -> None:
+    """``root`` read-only, each of ``writable`` (below it) writable: the copied tests, the
+    ini file and the root itself stay as the parent wrote them, whatever the run's uid."""
+    linux.mount(root, root, None, linux.MS_BIND | linux.MS_REC, None)
+    for path in writable:
+        linux.mount(path, path, None, linux.MS_BIND | linux.MS_REC, None)
+    _remount_read_only(root)
+
+
+def _remount_read_only(path: str) -> None:
+    kept = os.statvfs(path).f_flag & linux.MS_KEPT_ON_REMOUNT
+    flags = linux.MS_REMOUNT | linux.MS_BIND | linux.MS_RDONLY | kept
+    linux.mount(None, path, None, flags, None)
+
+
+def apply_mask(mask: Mask) -> None:
+    """Hide ``mask.directory`` behind an empty read-only tmpfs, with each path of
+    ``mask.keep`` (at any depth below it) bound back where it was, read-only.
+
+    Each kept path is opened before the tmpfs covers it and bound from its descriptor
+    (``/proc/self/fd/N`` names the covered directory itself), so no staging directory is
+    needed.
+    """
+    held = []
+    try:
+        for entry in mask.keep:
+            with contextlib.suppress(FileNotFoundError):
+                held.append((entry, os.open(entry, os.O_PATH | os.O_CLOEXEC)))
+        flags = linux.MS_NOSUID | linux.MS_NODEV | (0 if held else linux.MS_RDONLY)
+        linux.mount("tmpfs", mask.directory, "tmpfs", flags, "mode=755,size=1m")
+        if not held:
+            return  # nothing to bind back: read-only from the start
+        for entry, fd in held:
+            _bind_back(fd, entry)
+        _remount_read_only(mask.directory)
+        for entry, _ in held:
+            _remount_read_only(entry)
+    finally:
+        for _, fd in held:
+            os.close(fd)
+
+
+def _bind_back(fd: int, target: str) -> None:
+    is_dir = os.path.isdir(f"/proc/self/fd/{fd}")
+    # The directories on the way must let the run's uid through, whatever the caller's umask.
+    umask = os.umask(0o022)
+    try:
+        os.makedirs(target if is_dir else os.path.dirname(target), mode=0o755, exist_ok=True)
+        if not is_dir:
+            os.close(os.open(target, os.O_CREAT | os.O_WRONLY, 0o644))
+    finally:
+        os.umask(umask)
+    linux.mount(f"/proc/self/fd/{fd}", target, None, linux.MS_BIND | linux.MS_REC, None)
+
+
+def _private_dev() -> None:
+    """A /dev of the run's own: the harmless device nodes bound back, the usual links, an
+    empty /dev/shm (multiprocessing needs it for its semaphores; nothing written there
+    outlives the run, so no cache is shared across candidates) and, where the kernel allows
+    it here, a devpts of its own for pseudo-terminals."""
+    dev = "/dev"
+    held = []
+    try:
+        for name in DEVICES:
+            with contextlib.suppress(OSError):
+                held.append((name, os.open(f"{dev}/{name}", os.O_PATH | os.O_CLOEXEC)))
+        linux.mount("tmpfs", dev, "tmpfs", linux.MS_NOSUID | linux.MS_NOEXEC, "mode=755,size=1m")
+        for name, fd in held:
+            _bind_back(fd, f"{dev}/{name}")
+    finally:
+        for _, fd in held:
+            os.close(fd)
+    for name, target in _DEV_LINKS.items():
+        os.symlink(target, f"{dev}/{name}")
+    shm = f"{dev}/shm"
+    os.mkdir(shm)
+    linux.mount("tmpfs", shm, "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, "mode=1777,size=64m")
+    os.mkdir(f"{dev}/pts")
+    with contextlib.suppress(OSError):  # pseudo-terminals are a convenience, not a guarantee
+        linux.mount(
+            "devpts",
+            f"{dev}/pts",
+            "devpts",
+            linux.MS_NOSUID | linux.MS_NOEXEC,
+            "newinstance,ptmxmode=0666,mode=0620",
+        )
+    _remount_read_only(dev)
 
 
 def _loopback_up() -> None:

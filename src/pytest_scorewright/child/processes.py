@@ -11,14 +11,13 @@ import contextlib
 import os
 import select
 import signal
-import time
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 from pytest_scorewright.child import linux
 from pytest_scorewright.child.confine import confine_worker, reset_process
 from pytest_scorewright.child.namespaces import setup_as_init, try_unshare
-from pytest_scorewright.child.procfs import scan_proc
+from pytest_scorewright.child.reaper import end_descendants
 from pytest_scorewright.child.runner import run_pytest
 from pytest_scorewright.child.spawner import run_worker
 from pytest_scorewright.sandbox import wire
@@ -71,9 +70,9 @@ def supervisor_child(
         _die_with_parent(msg_w)
         _detach(out_w, (msg_w, ctl_w), prepared)
         why = (
-            try_unshare(isolate_network=spec.isolate_network)
+            try_unshare(isolate_network=spec.isolate_network, user=spec.user_namespace)
             if spec.use_namespaces
-            else "namespaces not used (unavailable here, or namespaces=False)"
+            else spec.why_no_namespaces or "namespaces not used"
         )
         if why is None:
             init = os.fork()
@@ -81,7 +80,7 @@ def supervisor_child(
                 os.close(ctl_w)
                 _die_with_parent(msg_w)  # S's death, like the parent's, ends the namespace
                 _init_process(spec, msg_w, prepared)
-            send(ctl_w, {"type": wire.CTL, "mode": "namespaces", "init_pid": init})
+            send(ctl_w, {"type": wire.CTL, **namespaces_record(spec), "init_pid": init})
             os.close(msg_w)
             _, status = os.waitpid(init, 0)
             # PID 1 is reaped only after the kernel has killed and reaped every other
@@ -97,20 +96,26 @@ def supervisor_child(
 
         def forked(worker: int) -> None:
             send(ctl_w, {"type": wire.CTL, "mode": "subreaper", "worker_pid": worker, "why": why})
-            os.close(ctl_w)
             os.close(msg_w)
 
         status = run_worker(spec, start, forked)
-        _kill_orphans()
+        left = end_descendants()
+        send(ctl_w, {"type": wire.CTL, "left_by_supervisor": left})
         os._exit(_passed_up(status))
     except BaseException:
         os._exit(_EXIT_SUPERVISOR_ERROR)
 
 
+def namespaces_record(spec: SandboxSpec) -> dict[str, object]:
+    """What the control record says of a run in namespaces."""
+    return {"mode": "namespaces", "user_namespace": spec.user_namespace}
+
+
 def _init_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:
     try:
         bind = (spec.bind_root, spec.fixed_root) if spec.fixed_root else None
-        setup_as_init(spec.masks, spec.stage_dir, loopback=spec.isolate_network, bind=bind)
+        work = (spec.work_root, spec.work_writable) if spec.work_root else None
+        setup_as_init(spec.masks, loopback=spec.isolate_network, bind=bind, work=work)
 
         def start(spawner: int | None) -> NoReturn:
             _worker_process(spec, msg_w, prepared, spawner)
@@ -154,24 +159,3 @@ def _worker_process(
 def _passed_up(status: int) -> int:
     code = os.waitstatus_to_exitcode(status)
     return 128 + (-code) if code < 0 else code
-
-
-def _kill_orphans() -> None:
-    """As a subreaper: kill and reap every process reparented to us, until none is left."""
-    me = str(os.getpid())
-    for _ in range(100):
-        orphans = _children_of(me)
-        if not orphans:
-            return
-        for pid in orphans:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            while os.waitpid(-1, os.WNOHANG)[0]:
-                pass
-        time.sleep(0.005)
-
-
-def _children_of(ppid: str) -> Sequence[int]:
-    # /proc/<pid>/stat: the parent pid is the second field after the ")" ending the name.
-    return scan_proc("stat", lambda stat: stat.rsplit(b")", 1)[1].split()[1], ppid.encode())

@@ -123,6 +123,11 @@ def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:
     plan = spec.candidate
     try:
         assert plan is not None  # noqa: S101 - only forked in process isolation
+        # Nothing of the spawner's but the call socket and stdio: above all not a control
+        # or message pipe of the run, which the candidate could write to.
+        keep = sock.fileno()
+        os.closerange(3, keep)
+        os.closerange(keep + 1, 1 << 20)
         _hide(spec.hide)
         confine_worker(plan)
         from pytest_scorewright.child.candidate import start

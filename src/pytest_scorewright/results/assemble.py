@@ -13,6 +13,7 @@ from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult, Signal
 from pytest_scorewright.results.measure import build_result
+from pytest_scorewright.sandbox import guarantees
 from pytest_scorewright.sandbox.wire import ChildOutcome
 from pytest_scorewright.sandbox.workspace import CopyReport
 
@@ -88,18 +89,34 @@ def limits_record(
         net = "TCP denied by Landlock; UDP and unix sockets not isolated"
     else:
         net = "NOT isolated: no network namespace and no Landlock TCP rules here"
+    facts = guarantees.Facts(
+        namespaces=mode == "namespaces",
+        own_uid=applied.get("uid") is not None,
+        nproc_scope=str(applied.get("nproc_scope") or ""),
+        landlock_abi=int(applied.get("landlock_abi") or 0),
+        network_allowed=network,
+        why_not_namespaces=observed.isolation.get("why"),
+    )
+    left = max(
+        int(o.isolation.get("left") or o.isolation.get("left_by_supervisor") or 0)
+        for _, (_, o) in runs
+    )
     return {
         **limits.to_dict(),
         "sandbox": {
             "processes": mode,
             "why_not_namespaces": observed.isolation.get("why"),
+            "user_namespace": bool(observed.isolation.get("user_namespace")),
             "uid": applied.get("uid"),
             "nproc_enforced": applied.get("nproc") is not None,
+            "nproc_counts": applied.get("nproc_scope"),
             "landlock_abi": applied.get("landlock_abi", 0),
             "network": net,
             "pytest_config": pytest_config,
             "isolation": isolation[0],
             "isolation_why": isolation[1],
+            **guarantees.record(guarantees.assess(facts)),
+            **({"processes_left": left} if left else {}),
         },
     }
 

@@ -15,9 +15,13 @@ import signal
 import time
 from typing import Any
 
+from pytest_scorewright.child.reaper import end_descendants
 from pytest_scorewright.sandbox.channel import FrameReader
 from pytest_scorewright.sandbox.sweep import kill_every_process_of, processes_of
 from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
+
+#: What the control record of a run passes on to its outcome.
+_RECORDED = ("mode", "why", "user_namespace", "left", "left_by_supervisor", "cgroup")
 
 
 class RunWatch:
@@ -33,6 +37,8 @@ class RunWatch:
         ctl_r: int | None,
         known: dict[str, Any] | None = None,
         stop_r: int | None = None,
+        *,
+        subreaper: bool = False,
     ) -> None:
         self.spec, self.pid, self.start = spec, pid, start
         self.limits = spec.worker.limits
@@ -45,6 +51,8 @@ class RunWatch:
         self.direct = known is not None
         self.ctl: dict[str, Any] = dict(known or {})
         self.sweep_uid = None if self.direct else spec.worker.uid
+        # This process is a child subreaper (the warm parent's job): S's orphans are ours.
+        self.subreaper = subreaper
         self.output = bytearray()
         self.reaped = False
         self.killed_at: float | None = None
@@ -198,6 +206,10 @@ class RunWatch:
                 if not processes_of(uid):
                     break
                 time.sleep(0.002)
+        if self.subreaper:
+            left = end_descendants()
+            if left:
+                self.ctl["left"] = left
         for key in list(self.sel.get_map().values()):
             fd = int(key.fd)
             self.sel.unregister(fd)
@@ -206,6 +218,6 @@ class RunWatch:
         self.sel.close()
         self.outcome.wall_s = round(time.monotonic() - self.start, 6)
         self.outcome.output = self.output.decode("utf-8", errors="replace")
-        self.outcome.isolation = {key: self.ctl[key] for key in ("mode", "why") if key in self.ctl}
+        self.outcome.isolation = {key: self.ctl[key] for key in _RECORDED if key in self.ctl}
         if self.outcome.channel_error is None and self.reader.pending:
             self.outcome.channel_error = "the child's last message was cut off"

@@ -9,29 +9,49 @@ import sys
 import threading
 from dataclasses import dataclass
 
-from pytest_scorewright.child import landlock
-from pytest_scorewright.child.namespaces import try_unshare
+from pytest_scorewright.child import landlock, linux
+from pytest_scorewright.child.namespaces import MappingFailed, try_unshare
 
 
 @dataclass(frozen=True)
 class Features:
-    #: New PID + mount namespaces can be entered (None), or the reason they cannot.
+    #: New PID + mount (+ user, when not root) namespaces can be entered and mounted in
+    #: (None), or the reason they cannot.
     namespaces_unavailable: str | None
     landlock_abi: int
     root: bool
+    #: Linux >= 5.14 counts RLIMIT_NPROC per user namespace and uid: a user namespace of a
+    #: run's own then bounds that run's processes even with the caller's uid mapped.
+    nproc_per_user_namespace: bool = False
+
+    @property
+    def user_namespace(self) -> bool:
+        """Runs enter a user namespace first (not root: one is needed to enter the rest)."""
+        return not self.root
 
 
 @functools.cache
 def probe() -> Features:
+    root = os.geteuid() == 0
     return Features(
-        namespaces_unavailable=_probe_namespaces(),
+        namespaces_unavailable=_probe_namespaces(root),
         landlock_abi=landlock.abi_version(),
-        root=os.geteuid() == 0,
+        root=root,
+        nproc_per_user_namespace=kernel_at_least(5, 14),
     )
 
 
-def _probe_namespaces() -> str | None:
-    # unshare in a throwaway child: the answer depends on privileges, seccomp and AppArmor.
+def kernel_at_least(major: int, minor: int) -> bool:
+    release = os.uname().release.split("-")[0].split(".")
+    try:
+        return (int(release[0]), int(release[1])) >= (major, minor)
+    except (IndexError, ValueError):
+        return False
+
+
+def _probe_namespaces(root: bool) -> str | None:
+    # In a throwaway child: the answer depends on privileges, seccomp, AppArmor and sysctls
+    # (an AppArmor policy may allow a user namespace and refuse every mount in it).
     if _threads() > 1:
         # Never fork a multi-threaded process (a Dask worker, say): ask a fresh interpreter.
         done = subprocess.run(
@@ -44,7 +64,37 @@ def _probe_namespaces() -> str | None:
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
-        why = try_unshare(isolate_network=True)
+        try:
+            why = _try_namespaces(root)
+        except BaseException as exc:
+            why = f"probe: {exc}"
+        os.write(write_end, (why or "").encode()[:200])
+        os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as fh:
+        answer = fh.read().decode(errors="replace")
+    os.waitpid(pid, 0)
+    return answer or None
+
+
+def _try_namespaces(root: bool) -> str | None:
+    """Enter the namespaces as a run does and mount as its PID 1 does; why not, or None."""
+    try:
+        why = try_unshare(isolate_network=True, user=not root)
+    except MappingFailed as exc:
+        return str(exc)
+    if why is not None:
+        return why
+    read_end, write_end = os.pipe()
+    pid = os.fork()  # PID 1 of the new PID namespace: only it can mount a /proc for it
+    if pid == 0:  # pragma: no cover - runs in the probe's PID 1
+        why = None
+        try:
+            linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
+            linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV, None)
+            linux.mount("tmpfs", "/dev", "tmpfs", linux.MS_NOSUID, "size=1m")
+        except OSError as exc:
+            why = f"mount in the new namespaces: {exc.strerror}"
         os.write(write_end, (why or "").encode()[:200])
         os._exit(0)
     os.close(write_end)
@@ -64,4 +114,4 @@ def _threads() -> int:
 
 
 if __name__ == "__main__":
-    print(try_unshare(isolate_network=True) or "")
+    print(_try_namespaces(os.geteuid() == 0) or "")

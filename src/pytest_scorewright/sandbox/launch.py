@@ -24,15 +24,19 @@ the run is left (the kernel reaps PID 1 only once its namespace is empty).
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import os
+import signal
 import time
 from typing import TYPE_CHECKING
 
+from pytest_scorewright.child import linux
 from pytest_scorewright.child.namespaces import try_unshare
-from pytest_scorewright.child.processes import direct_init, supervisor_child
+from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
 from pytest_scorewright.sandbox.deadline import RunWatch
-from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
+from pytest_scorewright.sandbox.sweep import tasks_of
+from pytest_scorewright.sandbox.wire import NPROC_USER, ChildOutcome, SandboxSpec
 
 if TYPE_CHECKING:
     from pytest_scorewright.child.resume import Prepared
@@ -51,27 +55,69 @@ def run_sandboxed(
     exists for this run only and may enter the namespaces itself (see the module docstring).
     ``stop_r``: a pipe whose other end closing ends the run at once (deadline.py).
     """
+    spec = _with_process_count(spec)
+    if disposable:
+        signal.signal(signal.SIGTERM, _terminated)
+        # If the warm parent dies (killed, crashed), this run ends as when its caller goes.
+        linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     start = time.monotonic()
-    if disposable and spec.use_namespaces and not try_unshare(isolate_network=spec.isolate_network):
+    if (
+        disposable
+        and spec.use_namespaces
+        and not try_unshare(isolate_network=spec.isolate_network, user=spec.user_namespace)
+    ):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
             direct_init(spec, msg_w, out_w, prepared)
         for fd in (msg_w, out_w):
             os.close(fd)
-        known = {"mode": "namespaces", "init_pid": pid}
+        known = {**namespaces_record(spec), "init_pid": pid}
         outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known, stop_r).run()
     else:
+        if disposable:
+            # Orphans of S come here if S itself dies (say, a candidate kills it where no
+            # Landlock signal scope stops that): this process ends them before it answers.
+            linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         ctl_r, ctl_w = _pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
             supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
         for fd in (msg_w, out_w, ctl_w):
             os.close(fd)
-        outcome = RunWatch(spec, pid, start, msg_r, out_r, ctl_r, None, stop_r).run()
+        outcome = RunWatch(
+            spec, pid, start, msg_r, out_r, ctl_r, None, stop_r, subreaper=disposable
+        ).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
+
+
+def _with_process_count(spec: SandboxSpec) -> SandboxSpec:
+    """Where RLIMIT_NPROC counts every process of the caller's uid, the worker's limit is what
+    that uid has now, plus S or PID 1 and the worker, plus ``limits.processes``: counted
+    here, before the fork, where /proc shows the host's processes and not a PID namespace's.
+    """
+    worker = spec.worker
+    if worker.nproc_scope != NPROC_USER:
+        return spec
+    slack = worker.nproc_slack + tasks_of(os.getuid()) + 2
+    candidate = spec.candidate
+    if candidate is not None:  # the candidate's process shares the uid, and so the count
+        candidate = dataclasses.replace(candidate, nproc_slack=slack)
+    return dataclasses.replace(
+        spec, worker=dataclasses.replace(worker, nproc_slack=slack), candidate=candidate
+    )
+
+
+class Terminated(BaseException):
+    """The warm parent asked this job to end (its caller is gone): the watch's cleanup runs
+    (RunWatch.run's ``finally``), then the job exits."""
+
+
+def _terminated(signum: int, frame: object) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # once: the cleanup must not be cut short
+    raise Terminated
 
 
 def _pipe() -> tuple[int, int]:

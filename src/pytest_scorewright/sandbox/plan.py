@@ -14,11 +14,16 @@ import tempfile
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox.features import Features
+from pytest_scorewright.sandbox.guarantees import Facts
 from pytest_scorewright.sandbox.wire import (
     MAX_MESSAGES,
+    NPROC_UID,
+    NPROC_USER,
+    NPROC_USERNS,
     Mask,
     MonitorPaths,
     Policy,
@@ -34,6 +39,14 @@ from pytest_scorewright.warm.rewritten import lay_down, rewritten_suite
 #: child where Landlock is available.
 SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/proc")
 DEVICES_READ = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
+
+#: Top-level directories a run with a mount namespace sees as they are (/dev is rebuilt,
+#: child/namespaces.py). Every other one is hidden behind an empty tmpfs, with only the
+#: paths the run needs bound back: no socket of the host, in /tmp, /run, /var, /home or
+#: anywhere else, can be reached by its path.
+SYSTEM_TOP = frozenset(
+    ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "etc", "proc", "sys", "dev")
+)
 
 #: pytest's built-in plugins a sandboxed run never uses: each one left out is a module pytest
 #: need not register and scan for fixtures in every run. (The cache would also be a file the
@@ -101,6 +114,11 @@ class RunPlanner:
         self._python_readable = tuple(
             p for p in python_dirs if not any(_overlaps(Path(p), t) for t in trusted)
         )
+        self._hidden = hideable_top_dirs()
+        # Root without namespaces can still run as a uid of its own where that uid can reach
+        # the interpreter and the work dirs without masks (a container's /usr/local Python).
+        base = str(settings.workdir or tempfile.gettempdir())
+        self._uid_without_namespaces = not self._masks and _traversable(base)
         # Once per suite, compiled not run: pytest reads it in each run (warm/rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in suites}
         # Suites whose initial conftest.py each run must load before configuring.
@@ -165,6 +183,8 @@ class RunPlanner:
         system = (*SYSTEM_READ, *DEVICES_READ, *self._python_readable)
         deny_tcp = not s.network and not s.use_namespaces
         uid, abi = workspace.uid, s.features.landlock_abi
+        user_ns = s.use_namespaces and s.features.user_namespace
+        counts = self._process_count(uid, user_ns)
         if isolated:
             # The candidate's process never reads the tests; the test process never imports the
             # candidate (it is not on its path; proxies answer for its names), though pytest
@@ -182,6 +202,8 @@ class RunPlanner:
                     deny_tcp=deny_tcp,
                 ),
                 landlock_abi=abi,
+                drop_caps=user_ns,
+                **counts,
             )
             candidate: WorkerPlan | None = WorkerPlan(
                 cwd=str(ws.candidate),
@@ -194,6 +216,8 @@ class RunPlanner:
                     deny_tcp=deny_tcp,
                 ),
                 landlock_abi=abi,
+                drop_caps=user_ns,
+                **counts,
             )
         else:
             worker = WorkerPlan(
@@ -207,6 +231,8 @@ class RunPlanner:
                     deny_tcp=deny_tcp,
                 ),
                 landlock_abi=abi,
+                drop_caps=user_ns,
+                **counts,
             )
             candidate = None
         return SandboxSpec(
@@ -214,7 +240,7 @@ class RunPlanner:
             pytest_args=tuple(args),
             extra_path=() if isolated else (str(ws.candidate),),
             isolate_network=not s.network,
-            masks=self._masks if uid is not None else (),
+            masks=self._view(ws.root) if s.use_namespaces else (),
             stage_dir=str(workspace.root / ".stage"),
             use_namespaces=s.use_namespaces,
             watch=MonitorPaths(
@@ -231,9 +257,61 @@ class RunPlanner:
             candidate_path=(str(ws.candidate),) if isolated else (),
             hide=(str(ws.tests), str(ws.home)) if isolated else (),
             max_messages=max_messages,
+            user_namespace=user_ns,
+            why_no_namespaces="" if s.use_namespaces else self._why_no_namespaces(),
+            work_root=str(ws.root) if s.use_namespaces else "",
+            work_writable=(
+                (str(ws.home), str(ws.chome), str(ws.shared), str(ws.candidate))
+                if isolated
+                else (str(ws.candidate), str(ws.home))
+            )
+            if s.use_namespaces
+            else (),
         )
 
+    def _why_no_namespaces(self) -> str:
+        return self.settings.features.namespaces_unavailable or "namespaces=False"
+
+    def _process_count(self, uid: int | None, user_ns: bool) -> dict[str, Any]:
+        """What RLIMIT_NPROC can bound in a run (WorkerPlan's ``nproc_*`` fields)."""
+        if uid is not None:
+            return {"nproc_scope": NPROC_UID}
+        if self.settings.features.root:
+            return {}  # root is never counted
+        if user_ns and self.settings.features.nproc_per_user_namespace:
+            # The namespace's creator (the job, or S) and PID 1 share the count.
+            return {"nproc_scope": NPROC_USERNS, "nproc_slack": 2}
+        return {"nproc_scope": NPROC_USER}  # the count at the start: sandbox/launch.py
+
+    def _view(self, root: Path) -> tuple[Mask, ...]:
+        """The masks of a run whose work dir it sees at ``root``: every top-level directory
+        but the system's hidden, with the interpreter and the work dir bound back; and
+        directories on the way to the interpreter that the run's uid could not traverse."""
+        keep = {os.path.realpath(p) for p in (*self._python_readable, str(root))}
+        hidden = [
+            Mask(d, _outermost(k for k in keep if _under(k, d)))
+            for d in self._hidden
+            if d not in keep
+        ]
+        deeper = [m for m in self._masks if not any(_under(m.directory, h) for h in self._hidden)]
+        return (*hidden, *deeper)
+
     # -- what the result says about the runs --------------------------------------------------
+
+    def planned_facts(self) -> Facts:
+        """What every run of this planner will have, for the guarantees (guarantees.py)."""
+        s = self.settings
+        root = s.features.root
+        own_uid = root and (s.use_namespaces or self._uid_without_namespaces)
+        user_ns = s.use_namespaces and s.features.user_namespace
+        return Facts(
+            namespaces=s.use_namespaces,
+            own_uid=own_uid,
+            nproc_scope=self._process_count(1 if own_uid else None, user_ns).get("nproc_scope", ""),
+            landlock_abi=s.features.landlock_abi,
+            network_allowed=s.network,
+            why_not_namespaces=None if s.use_namespaces else self._why_no_namespaces(),
+        )
 
     def pytest_config_record(self, how: str | None, tests: Path) -> str:
         """How pytest was configured in a run (``limits.sandbox.pytest_config``), and why."""
@@ -282,8 +360,10 @@ class RunPlanner:
     def _sandbox_uid(self) -> int | None:
         # Root ignores RLIMIT_NPROC and may signal anything: run as a uid of our own, new for
         # each run so that concurrent runs share neither a process budget nor signals. That
-        # needs the namespaces (to hide directories the uid could not traverse).
-        if not self.settings.features.root or not self.settings.use_namespaces:
+        # needs the namespaces (to hide directories the uid could not traverse), unless it
+        # has nothing to traverse that it may not.
+        s = self.settings
+        if not s.features.root or not (s.use_namespaces or self._uid_without_namespaces):
             return None
         return UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
 
@@ -324,6 +404,42 @@ def module_names(candidate_dir: Path) -> tuple[str, ...]:
     return tuple(sorted(names - {"conftest", "sitecustomize", "usercustomize"}))
 
 
+def hideable_top_dirs() -> tuple[str, ...]:
+    """The top-level directories a run with a mount namespace does not see."""
+    found = []
+    with os.scandir("/") as entries:
+        for entry in entries:
+            if entry.name not in SYSTEM_TOP and entry.is_dir(follow_symlinks=False):
+                found.append(entry.path)
+    return tuple(sorted(found))
+
+
+def _under(path: str, directory: str) -> bool:
+    return path == directory or path.startswith(directory.rstrip("/") + "/")
+
+
+def _outermost(paths: Iterable[str]) -> tuple[str, ...]:
+    """``paths`` without those inside another of them."""
+    kept: list[str] = []
+    for path in sorted(paths):
+        if not any(_under(path, k) for k in kept):
+            kept.append(path)
+    return tuple(kept)
+
+
+def _traversable(path: str) -> bool:
+    """Every directory from / to ``path`` lets any uid through."""
+    real = os.path.realpath(path)
+    parts = real.strip("/").split("/") if real != "/" else []
+    for depth in range(len(parts) + 1):
+        try:
+            if not os.stat("/" + "/".join(parts[:depth])).st_mode & stat.S_IXOTH:
+                return False
+        except OSError:
+            return False
+    return True
+
+
 def _python_paths() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.update(p for p in sys.path if p and os.path.isabs(p))
@@ -345,6 +461,10 @@ def _hand_over(ws: Workspace, uid: int) -> None:
                 os.chown(os.path.join(dirpath, name), uid, uid)
     for private in (ws.home, ws.chome):
         os.chmod(private, 0o700)
+    with os.scandir(ws.root) as entries:  # our ini file: readable whatever the umask
+        for entry in entries:
+            if entry.is_file(follow_symlinks=False):
+                os.chmod(entry.path, 0o644)
     for dirpath, _, filenames in os.walk(ws.tests):
         os.chmod(dirpath, 0o755)  # noqa: S103 - readable tests, writable by root only
         for name in filenames:

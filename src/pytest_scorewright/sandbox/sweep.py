@@ -32,3 +32,21 @@ def processes_of(uid: int) -> list[int]:
         return line.split()[1]
 
     return scan_proc("status", real_uid, wanted)
+
+
+def tasks_of(uid: int) -> int:
+    """Threads of every process whose real uid is ``uid``: what RLIMIT_NPROC counts."""
+    total = 0
+    wanted = str(uid).encode()
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status", "rb") as fh:
+                lines = fh.read().splitlines()
+            fields = dict(line.split(b":", 1) for line in lines if b":" in line)
+        except OSError:
+            continue
+        if fields.get(b"Uid", b"").split()[:1] == [wanted]:
+            total += int(fields.get(b"Threads", b"1"))
+    return total

@@ -31,7 +31,8 @@ MAX_MESSAGES = 100_000
 
 @dataclass(frozen=True)
 class Mask:
-    """Hide ``directory`` behind an empty tmpfs, except for the entries in ``keep``."""
+    """Hide ``directory`` behind an empty read-only tmpfs, except for the paths in ``keep``
+    (at any depth below it), bound back read-only."""
 
     directory: str
     keep: tuple[str, ...]
@@ -56,6 +57,21 @@ class WorkerPlan:
     uid: int | None
     landlock_policy: Policy | None
     landlock_abi: int
+    #: What RLIMIT_NPROC counts for this process (``NPROC_*``), or "" where it bounds nothing
+    #: (root, whom the kernel does not count).
+    nproc_scope: str = ""
+    #: Processes of the same count that are not the candidate's (a user namespace's count
+    #: includes its creator and PID 1; the caller's uid's, every process it has), added to
+    #: ``limits.processes``.
+    nproc_slack: int = 0
+    #: In a user namespace of its own, with no other uid to change to: drop every capability.
+    drop_caps: bool = False
+
+
+#: RLIMIT_NPROC counts the processes of: the run's own uid; the run's own user namespace
+#: (Linux >= 5.14 counts per user namespace); every process of the caller's uid, whatever
+#: runs it (the limit is then the count at the start plus ``limits.processes``).
+NPROC_UID, NPROC_USERNS, NPROC_USER = "uid", "user namespace", "user"
 
 
 @dataclass(frozen=True)
@@ -96,6 +112,13 @@ class SandboxSpec:
     #: Most messages the parent takes from this run (sandbox/channel.py); past it the
     #: channel is broken and the run ended.
     max_messages: int = MAX_MESSAGES
+    #: Not root: a user namespace comes first (child/namespaces.py).
+    user_namespace: bool = False
+    #: Without namespaces: why (they are refused here, or the caller said namespaces=False).
+    why_no_namespaces: str = ""
+    #: With namespaces: the work dir as the run sees it, read-only but for ``work_writable``.
+    work_root: str = ""
+    work_writable: tuple[str, ...] = ()
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -136,6 +159,10 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         candidate_path=tuple(data["candidate_path"]),
         hide=tuple(data["hide"]),
         max_messages=data.get("max_messages", MAX_MESSAGES),
+        user_namespace=data.get("user_namespace", False),
+        why_no_namespaces=data.get("why_no_namespaces", ""),
+        work_root=data.get("work_root", ""),
+        work_writable=tuple(data.get("work_writable", ())),
     )
 
 
@@ -275,6 +302,8 @@ VOCABULARY: Mapping[str, MessageKind] = {
                 "landlock_abi": _INT,
                 "landlock_tcp": _BOOL,
                 "landlock_scoped": _BOOL,
+                "nproc_scope": _STR,
+                "capabilities": _STR,
             },
         ),
         MessageKind(

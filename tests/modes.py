@@ -1,0 +1,135 @@
+"""Run a command as the sandbox's other hosts see it: an ordinary user, a container.
+
+CI runs as root, yet most people score as an ordinary user, and containers refuse namespaces.
+This launcher, started as root, makes one of those hosts for one command and then execs it:
+
+- ``user``: an unprivileged uid of its own (no passwd entry needed), no groups;
+- ``user-no-namespaces``: the same, where namespaces are refused (as where an AppArmor
+  policy or a sysctl forbids unprivileged user namespaces);
+- ``container``: root where namespaces are refused (Docker's default seccomp profile refuses
+  ``unshare``, ``setns`` and ``clone`` with namespace flags, and ``clone3`` outright) and
+  the cgroup file system is not writable.
+
+Namespaces are refused by a seccomp filter installed with ``prctl`` (a small BPF program,
+below), as Docker's profile does. The command also runs in a mount namespace of its own where
+directories the uid could not traverse on the way to this interpreter (pyenv under /root) are
+masked, as the sandbox masks them (child/namespaces.py), so the unprivileged uid can run it.
+
+    python -m tests.modes user 3000123 -- python -m pytest tests/test_sandbox_attacks.py
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import platform
+import struct
+import sys
+from collections.abc import Sequence
+
+from pytest_scorewright.child import linux
+from pytest_scorewright.child.namespaces import apply_mask
+from pytest_scorewright.sandbox.plan import masks_for
+
+MODES = ("root", "user", "user-no-namespaces", "container")
+
+#: An unprivileged uid of the test session's own, far above the sandbox's (plan.UID_BASE).
+USER_UID_BASE = 3_000_000
+
+_NAMESPACE_FLAGS = (
+    linux.CLONE_NEWNS
+    | linux.CLONE_NEWUTS
+    | linux.CLONE_NEWIPC
+    | linux.CLONE_NEWUSER
+    | linux.CLONE_NEWPID
+    | linux.CLONE_NEWNET
+    | 0x02000000  # CLONE_NEWCGROUP
+)
+#: (audit arch, clone, unshare, setns, clone3) per machine.
+_SYSCALLS = {
+    "x86_64": (0xC000003E, 56, 272, 308, 435),
+    "aarch64": (0xC00000B7, 220, 97, 268, 435),
+}
+_EPERM, _ENOSYS = 1, 38
+
+
+def session_uid() -> int:
+    """The unprivileged uid this test process's ordinary-user runs use."""
+    return USER_UID_BASE + os.getpid() % 1_000_000
+
+
+def refuse_namespaces() -> None:
+    """Install a seccomp filter that refuses namespaces as Docker's default profile does."""
+    arch, clone, unshare, setns, clone3 = _SYSCALLS[platform.machine()]
+    ld, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, errno = 0x7FFF0000, 0x00050000
+    program = [
+        (ld, 0, 0, 4),  # 0: the architecture
+        (jeq, 0, 7, arch),  # 1: another one: allow (9)
+        (ld, 0, 0, 0),  # 2: the syscall number
+        (jeq, 7, 0, clone3),  # 3: -> ENOSYS (11); glibc then falls back to clone
+        (jeq, 5, 0, setns),  # 4: -> EPERM (10)
+        (jeq, 1, 0, unshare),  # 5: -> check the flags (7)
+        (jeq, 0, 2, clone),  # 6: clone: check the flags (7); anything else: allow (9)
+        (ld, 0, 0, 16),  # 7: the low word of the first argument, the flags
+        (jset, 1, 0, _NAMESPACE_FLAGS),  # 8: a namespace flag -> EPERM (10)
+        (ret, 0, 0, allow),  # 9
+        (ret, 0, 0, errno | _EPERM),  # 10
+        (ret, 0, 0, errno | _ENOSYS),  # 11
+    ]
+    code = b"".join(struct.pack("HBBI", *insn) for insn in program)
+    buffer = ctypes.create_string_buffer(code)
+
+    class Program(ctypes.Structure):
+        _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
+
+    prog = Program(len(program), ctypes.addressof(buffer))
+    linux.prctl(linux.PR_SET_NO_NEW_PRIVS, 1)
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(22, 2, ctypes.byref(prog), 0, 0) != 0:  # PR_SET_SECCOMP, MODE_FILTER
+        raise OSError(ctypes.get_errno(), "seccomp")
+
+
+def _reachable_interpreter() -> None:
+    """Mask directories an unprivileged uid could not traverse to this interpreter."""
+    linux.unshare(linux.CLONE_NEWNS)
+    linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
+    paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
+    paths.update(p for p in sys.path if p and os.path.isabs(p))
+    for mask in masks_for(sorted(p for p in paths if os.path.exists(p))):
+        apply_mask(mask)
+
+
+def _hide_cgroups() -> None:
+    # A container's cgroup file system is read-only or absent: here, absent.
+    if os.path.isdir("/sys/fs/cgroup"):
+        linux.mount("tmpfs", "/sys/fs/cgroup", "tmpfs", linux.MS_RDONLY, None)
+
+
+def enter(mode: str, uid: int) -> None:
+    """Make this process (root) the host ``mode`` describes."""
+    if mode not in MODES:
+        raise SystemExit(f"modes: no mode {mode!r}; use one of {', '.join(MODES)}")
+    if mode == "root":
+        return
+    _reachable_interpreter()
+    if mode == "container":
+        _hide_cgroups()
+    if mode in ("user", "user-no-namespaces"):
+        os.setgroups([])
+        os.setgid(uid)
+        os.setuid(uid)
+    if mode in ("user-no-namespaces", "container"):
+        refuse_namespaces()
+
+
+def main(argv: Sequence[str]) -> None:
+    mode, uid, sep, *command = argv
+    if sep != "--" or not command:
+        raise SystemExit("usage: python -m tests.modes MODE UID -- COMMAND...")
+    enter(mode, int(uid))
+    os.execvp(command[0], command)  # noqa: S606 - the test's own command
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
