@@ -3,7 +3,10 @@
 warm parent, the honest candidate beside them and every later candidate are unaffected.
 
 Each test runs real sandboxes through a real warm parent; the warm parent that dies is killed
-for real (SIGKILL), as the OOM killer would.
+for real (SIGKILL), as the OOM killer would. The candidates run in the test process
+(``isolation="in-process"``): apart from it, in a process of their own, they could not reach
+the result pipe at all (tests/test_isolation.py shows that), and the parent must survive the
+mode where they can.
 """
 
 from __future__ import annotations
@@ -122,7 +125,7 @@ def _evaluator(task: Path, **options: object) -> Evaluator:
         heldout=task / "heldout",
         reference=task / "reference",
         limits=Limits(timeout_s=TIMEOUT_S, grace_s=GRACE_S, memory_mb=512),
-        **options,  # type: ignore[arg-type]
+        **{"isolation": "in-process", **options},  # type: ignore[arg-type]
     )
 
 

@@ -77,16 +77,24 @@ def task(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def evaluator(task: Path) -> Iterator[Evaluator]:
+#: Both isolations as root; the other modes' reruns (test_sandbox_modes.py) take the default.
+ISOLATIONS = os.environ.get("SCOREWRIGHT_TEST_ISOLATIONS", "auto,in-process").split(",")
+
+
+@pytest.fixture(scope="module", params=ISOLATIONS)
+def evaluator(task: Path, request: pytest.FixtureRequest) -> Iterator[Evaluator]:
     os.environ["SCOREWRIGHT_TEST_SECRET"] = SECRET
     try:
-        yield Evaluator(
+        evaluator = Evaluator(
             task / "tests",
             heldout=task / "heldout",
             reference=task / "reference",
             limits=Limits(timeout_s=TIMEOUT_S, memory_mb=512, processes=32, grace_s=1.0),
+            isolation=request.param,
         )
+        # auto: the reference passes this suite with the candidate apart, so that is the mode.
+        assert evaluator.isolated == (request.param == "auto"), evaluator.isolation_why
+        yield evaluator
     finally:
         del os.environ["SCOREWRIGHT_TEST_SECRET"]
 
@@ -323,6 +331,15 @@ def test_a_segfault_is_a_crash_not_a_pass(evaluator: Evaluator, tmp_path: Path) 
         f"def add(a, b):\n"
         f"    return {'deep' * 50}(150)\n",
     )
+    output = result.extra["output"]
+    if evaluator.isolated:
+        # The candidate's own process crashes: that call fails, and the next test gets a new
+        # candidate process (which crashes in its turn); the test process goes on.
+        assert result.error is None
+        assert set(outcomes(result).values()) == {"failed"}
+        assert "the candidate's process ended during this call" in (result.tests[0].message or "")
+        assert "Fatal Python error: Segmentation fault" in output
+        return
     assert result.error is not None
     assert "SIGSEGV" in result.error
     assert outcomes(result)["test_small"] == "error"
@@ -330,7 +347,6 @@ def test_a_segfault_is_a_crash_not_a_pass(evaluator: Evaluator, tmp_path: Path) 
     # pytest's faulthandler writes to this run's output (the session may have been started
     # in the warm parent, whose stderr is /dev/null: prepared.py re-points it), and the
     # result keeps the start of the output, where the dump begins, as well as its end.
-    output = result.extra["output"]
     assert output.startswith("Fatal Python error: Segmentation fault")
     assert "characters left out] …" in output
     assert "most recent call first" in output
@@ -369,6 +385,10 @@ def test_early_exits_at_import_never_count_as_passes(
 ) -> None:
     result, _ = score(evaluator, tmp_path, code + "def add(a, b):\n    return a + b\n")
     assert result.error is not None
+    if evaluator.isolated:
+        # The candidate is imported in its own process: whatever it does there, the tests'
+        # import of it fails, and so does their collection.
+        error_part = "could not be collected with the candidate"
     assert error_part in result.error
     assert result.signal("tests_passed") == 0
     assert set(outcomes(result).values()) <= {"not_run", "error"}

@@ -56,6 +56,7 @@ def run_in(
 ) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["HOME"] = str(home)
+    env["SCOREWRIGHT_TEST_ISOLATIONS"] = "auto"  # the default; root's run covers in-process
     return subprocess.run(
         [sys.executable, "-m", "tests.modes", mode, str(session_uid()), "--", *command],
         cwd=ROOT,

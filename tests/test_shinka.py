@@ -59,7 +59,9 @@ def test_an_evaluate_py_for_shinka_is_two_lines(tmp_path: Path) -> None:
     assert json.loads((out / "metrics.json").read_text())["combined_score"] == 0.0
     correct = json.loads((out / "correct.json").read_text())
     assert correct["correct"] is False
-    assert "exited before pytest finished" in correct["error"]
+    # Imported in a process of its own (the default isolation here), the candidate that exits
+    # at import fails the tests' import of it.
+    assert "could not be collected with the candidate" in correct["error"]
 
 
 @pytest.mark.sandbox

@@ -118,7 +118,7 @@ class Evaluator:
         support_files: Sequence[str | os.PathLike[str]] | None = None,
         warm: bool = True,
         preload: Sequence[str] = (),
-        isolation: str = "in-process",
+        isolation: str = "auto",
         require_isolation: bool | Sequence[str] = False,
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with

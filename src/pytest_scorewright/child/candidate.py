@@ -19,6 +19,7 @@ find it again after a crash.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import importlib
 import inspect
 import io
@@ -404,6 +405,9 @@ def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = N
     if watch is not None:
         monitor = arm(-1, watch.candidate_dir, watch.tests_dir, watch.writable)
         monitor._send = lambda _, message: server.found(message)
+    # A crash here prints where the candidate was (the run's output keeps it), as pytest's
+    # faulthandler does for a crash in the test process.
+    faulthandler.enable(file=sys.__stderr__ or sys.stderr, all_threads=False)
     sys.stdout = _Forward(server, "out")
     sys.stderr = _Forward(server, "err")
     # Appended, not prepended, as in a run of the tests with the candidate in process: the

@@ -761,7 +761,7 @@ class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             self.session.request("import", module=module.__name__)
         except CandidateUnavailable:
             raise
-        except Exception as exc:
+        except (Exception, SystemExit) as exc:  # the candidate's, raised here: an import error
             raise ImportError(f"{type(exc).__name__}: {exc}", name=module.__name__) from exc
         module.__dict__["__path__"] = []  # a package: submodules come through this finder too
 
