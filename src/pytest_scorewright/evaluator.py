@@ -20,7 +20,11 @@ from typing import Any
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fanout.remote import score_on_worker
 from pytest_scorewright.fanout.window import bounded
+from pytest_scorewright.integrity.codes import choose_policy
+from pytest_scorewright.integrity.memorised import suite_literals
 from pytest_scorewright.integrity.reasons import Baseline
+from pytest_scorewright.integrity.relative import TrustedRun
+from pytest_scorewright.integrity.static_scan import SourceScan, reference_scan
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
@@ -63,7 +67,10 @@ class Evaluator:
     - ``limits``: :class:`~pytest_scorewright.limits.Limits` of every run (budget, CPU,
       memory, files, processes, output).
     - ``network``: allow the network (by default a run has a loopback of its own).
-    - ``fail_closed``: mark flagged results rejected.
+    - ``warn_only``: record integrity evidence without acting on it (by default tamper
+      evidence withdraws every test's credit and rejects the result, and gaming evidence
+      rejects it; docs/integrity.md).
+    - ``fail_closed``: also reject on hints, the weakest evidence.
     - ``env``: extra environment variables for every run (the rest is an allow-list).
     - ``plugins``: pytest plugins (module names) every run loads.
     - ``workdir``: where run directories are made (default: the system temp dir).
@@ -85,6 +92,7 @@ class Evaluator:
         limits: Limits | None = None,
         network: bool = False,
         fail_closed: bool = False,
+        warn_only: bool = False,
         env: Mapping[str, str] | None = None,
         plugins: Sequence[str] = ("pytest_timeout",),
         workdir: str | os.PathLike[str] | None = None,
@@ -104,6 +112,7 @@ class Evaluator:
             "limits": dataclasses.asdict(limits or Limits()),
             "network": network,
             "fail_closed": fail_closed,
+            "warn_only": warn_only,
             "env": dict(env or {}),
             "plugins": list(plugins),
             "repeats": repeats,
@@ -120,7 +129,7 @@ class Evaluator:
         self.reference = require_candidate(reference, "reference") if reference else None
         self.limits = limits or Limits()
         self.network = network
-        self.fail_closed = fail_closed
+        self.policy = choose_policy(warn_only=warn_only, fail_closed=fail_closed)
         self.repeats = repeats
         self.features = features.probe()
         self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
@@ -146,7 +155,12 @@ class Evaluator:
         )
         self.expected_visible, self.expected_heldout = self._collect_suites()
         self.anchors: dict[str, dict[str, list[Anchor]]] = {}
+        #: What the reference did in each suite's run: no evidence against any candidate.
+        self.trusted: dict[str, TrustedRun] = {}
+        self.reference_source: SourceScan | None = None
+        self.reference_config: list[str] = []
         self.baseline = self._measure_reference() if self.reference is not None else None
+        self.literals = suite_literals(self.tests, self.reference_source)
 
     # -- public ------------------------------------------------------------------------------
 
@@ -184,7 +198,11 @@ class Evaluator:
             copied,
             repeats,
             baseline=self.baseline,
-            fail_closed=self.fail_closed,
+            policy=self.policy,
+            trusted=self.trusted,
+            reference_source=self.reference_source,
+            reference_config=self.reference_config,
+            literals=self.literals,
             limits=self.limits,
             network=self.network,
             pytest_config=self._planner.pytest_config_record(
@@ -298,6 +316,7 @@ class Evaluator:
             observed,
             timeout_s=timeout_s,
             reference_anchors=self.anchors.get(suite.name),
+            monitored=True,
         )
 
     def _measure_reference(self) -> Baseline:
@@ -309,7 +328,9 @@ class Evaluator:
         baseline = Baseline(collected_s=None)
         suites = self._suites(self.expected_visible, None, with_heldout=True)
         # Each suite with the whole budget, at once through the warm parent.
-        judged, _, _ = self._run_suites(reference, suites, share=self.limits.timeout_s)
+        judged, copied, _ = self._run_suites(reference, suites, share=self.limits.timeout_s)
+        self.reference_source = reference_scan(reference)
+        self.reference_config = list(copied.config_files)
         for suite, (verdict, _) in zip(suites, judged, strict=True):
             name = suite.name
             failing = [r.nodeid for r in verdict.records if not r.passed]
@@ -325,6 +346,7 @@ class Evaluator:
                     "reference or the tests"
                 )
             self.anchors[name] = verdict.anchors
+            self.trusted[name] = TrustedRun.of(verdict)
             if name == "visible":
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
         return baseline
