@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.openevolve import artifacts, to_metrics
-from pytest_scorewright.result import ScoreResult, TestRecord
+from pytest_scorewright.result import Reason, ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
@@ -101,3 +101,16 @@ def test_to_metrics_is_pure_and_plain() -> None:
     found = artifacts(result)
     assert found == {"scorewright_heldout": "0/1 held-out tests passed"}
     assert isinstance(ScoreResult.from_json(result.to_json()), ScoreResult)
+
+
+def test_a_tampered_result_scores_zero_and_says_why_without_listing_passes_as_failures() -> None:
+    records = [TestRecord("t.py::a", "passed", "call", False, 0.1)]
+    reasons = [Reason("pytest_tampered", "TestReport.from_item_and_call was replaced", "tamper")]
+    result = build_result(records, mode="evaluator", duration_s=1.0, reasons=reasons)
+    metrics = to_metrics(result)
+    assert metrics["combined_score"] == 0.0
+    assert (metrics["scorewright_rejected"], metrics["scorewright_tampered"]) == (1.0, 1.0)
+    found = artifacts(result)
+    assert "scorewright_failing_tests" not in found  # it passed; it is just not credited
+    assert found["scorewright_integrity"].startswith("pytest_tampered [tamper]: ")
+    assert "no test was credited" in found["scorewright_rejected"]

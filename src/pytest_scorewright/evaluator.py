@@ -345,6 +345,15 @@ class Evaluator:
                     f"the reference does not pass its own {name} tests ({problem}); fix the "
                     "reference or the tests"
                 )
+            odd_stream = [r for r in verdict.reasons if r.severity == "tamper"]
+            if odd_stream:
+                # Our child code never does this on its own: a suite that makes it happen would
+                # hide the same evidence from every candidate, so it is refused, loudly.
+                raise ConfigError(
+                    f"the reference's {name} run shows {odd_stream[0].code} "
+                    f"({odd_stream[0].detail}): scorewright cannot judge candidates on this "
+                    "suite; report it with the suite"
+                )
             self.anchors[name] = verdict.anchors
             self.trusted[name] = TrustedRun.of(verdict)
             if name == "visible":

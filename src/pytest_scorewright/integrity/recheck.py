@@ -2,8 +2,9 @@
 builtin values here, must still satisfy it.
 
 The trusted test bytecode (warm/rewritten.py, child/recheck.py) sends, for each passing
-``assert a == b`` (``!=``, ``in``, ``not in``, ``is None``, ``is not None``, a bare truth
-test, and unittest's ``assertEqual`` family), a plain encoding of each operand made of exact
+``assert a == b`` (``!=``, ``in``, ``not in``, ``<``, ``<=``, ``>``, ``>=``, ``is None``,
+``is not None``, ``not x``, a bare truth test, and unittest's ``assertEqual`` family), a
+plain encoding of each operand made of exact
 builtin types only. The parent rebuilds the values and evaluates the comparison with
 builtin semantics: a forged ``__eq__`` has nothing to run on here. Operands that were not
 plain data travel as their type's name; too large or unencodable ones are skipped.
@@ -26,6 +27,10 @@ OPS: Mapping[str, Callable[[list[Any]], bool]] = {
     "is not None": lambda s: s[0] is not None,
     "truth": lambda s: bool(s[0]),
     "not": lambda s: not s[0],
+    "<": lambda s: bool(s[0] < s[1]),
+    "<=": lambda s: bool(s[0] <= s[1]),
+    ">": lambda s: bool(s[0] > s[1]),
+    ">=": lambda s: bool(s[0] >= s[1]),
 }
 #: How many operands each comparison has.
 ARITY: Mapping[str, int] = {

@@ -31,9 +31,6 @@ class TrustedRun:
     plain: dict[SideKey, bool] = field(default_factory=dict)
     #: Test modules that announced the trusted bytecode.
     instrumented: frozenset[str] = frozenset()
-    #: Codes of the message stream's own reasons in the reference run (an oddity of the suite,
-    #: not of any candidate).
-    stream_codes: frozenset[str] = frozenset()
 
     @classmethod
     def of(cls, verdict: RunVerdict) -> TrustedRun:
@@ -41,7 +38,6 @@ class TrustedRun:
             findings=frozenset((f.test, f.code) for f in verdict.findings),
             plain=dict(verdict.plain),
             instrumented=frozenset(verdict.instrumented),
-            stream_codes=frozenset(r.code for r in verdict.reasons),
         )
 
 
@@ -56,17 +52,14 @@ def runtime_reasons(name: str, verdict: RunVerdict, trusted: TrustedRun | None) 
     """The run's monitor findings, stream reasons and re-checked operands, less what the
     reference did in the same place."""
     allowed = trusted.findings if trusted is not None else frozenset()
-    stream_allowed = trusted.stream_codes if trusted is not None else frozenset()
     found = [
         reason(f.code, f"{name} run: {_where(f.test)}{f.detail}")
         for f in verdict.findings
         if (f.test, f.code) not in allowed
     ]
-    found += [
-        Reason(r.code, f"{name} run: {r.detail}", r.severity)
-        for r in verdict.reasons
-        if r.code not in stream_allowed
-    ]
+    # The stream's own reasons are never allowed: the Evaluator refuses a suite whose
+    # reference run has any.
+    found += [Reason(r.code, f"{name} run: {r.detail}", r.severity) for r in verdict.reasons]
     found += _not_plain(name, verdict, trusted)
     if trusted is not None:
         found += _missing_instrumentation(name, verdict.records, verdict.instrumented, trusted)
