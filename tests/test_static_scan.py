@@ -164,3 +164,14 @@ def test_compiled_code_and_files_past_the_caps_are_reasons_not_silence(
     assert "(and 2 more)" in reasons[0].detail
     details = [h.file for h in static_scan.scan_tree(tmp_path).hits]
     assert sorted(details) == ["big.py", "native.cpython-311-x86_64-linux-gnu.so", "solution.pyc"]
+
+
+def test_files_past_the_count_cap_are_reasons_not_silence(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name in ("a.py", "b.py", "c.py"):
+        (tmp_path / name).write_text("import sys\nsys._getframe(1)\n")
+    monkeypatch.setattr(static_scan, "MAX_FILES", 2)
+    codes = {r.code: r.detail for r in scan_path(tmp_path)}
+    assert codes["unscanned"] == "c.py:0: not scanned (past the first 2 files)"
+    assert "source_frame_introspection" in codes

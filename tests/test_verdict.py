@@ -219,6 +219,19 @@ def test_a_monitor_that_was_silenced_or_changed_is_tamper_evidence(
     assert silenced[0].severity == "tamper"
 
 
+def test_the_state_announced_before_any_candidate_code_is_the_baseline() -> None:
+    stream = [
+        _canary(0, 0, state="armed"),  # collection starts: nothing imported yet
+        {"type": wire.COLLECTED, "ids": [n for n, _ in EXPECTED], "heldout": [False] * 3},
+        *_monitored_test("t.py::test_a", canary=_canary(0, 0, state="changed at import")),
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5, monitored=True)
+    (silenced,) = [r for r in verdict.reasons if r.code == "monitor_silenced"]
+    assert "armed state" in silenced.detail
+    late = [*stream[1:2], _canary(0, 0, state="armed")]  # after collection: not a baseline
+    assert "monitor_silenced" in _codes(judge(EXPECTED, _finished(*late), timeout_s=5))
+
+
 def _recheck(site: str, op: str, *sides: dict[str, Any]) -> dict[str, Any]:
     return {"type": wire.RECHECK, "site": site, "op": op, "sides": list(sides)}
 
@@ -261,9 +274,8 @@ def test_operands_that_are_not_plain_skipped_or_nan_are_recorded_never_failed() 
     assert "assertion_recheck_failed" not in _codes(verdict)
 
 
-def test_a_recheck_outside_a_test_or_of_an_unknown_comparison_is_malformed() -> None:
+def test_a_recheck_of_an_unknown_comparison_or_the_wrong_arity_is_malformed() -> None:
     stream = [
-        _recheck("t.py:3:4", "==", {"v": 1}, {"v": 1}),
         _report("t.py::test_a", "setup"),
         _recheck("t.py:3:4", "roughly", {"v": 1}, {"v": 1}),
         _recheck("t.py:3:4", "==", {"v": 1}),
@@ -271,6 +283,23 @@ def test_a_recheck_outside_a_test_or_of_an_unknown_comparison_is_malformed() -> 
     verdict = judge(EXPECTED, _finished(*stream), timeout_s=5)
     assert "malformed_message" in _codes(verdict)
     assert verdict.plain == {}
+
+
+def test_rechecks_outside_a_test_are_filed_where_they_were_made() -> None:
+    stream = [
+        _recheck("t.py:1:0", "truth", {"v": True}),  # a module-level assert, at import
+        {"type": wire.COLLECTED, "ids": [n for n, _ in EXPECTED], "heldout": [False] * 3},
+        *_passing("t.py::test_a"),
+        _recheck("conftest.py:9:4", "==", {"v": 2}, {"v": 2}),  # a fixture of test_b's setup
+        *_passing("t.py::test_b"),
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5)
+    assert set(verdict.plain) == {
+        ("<collection>", "t.py:1:0", 0),
+        ("t.py::test_b", "conftest.py:9:4", 0),
+        ("t.py::test_b", "conftest.py:9:4", 1),
+    }
+    assert verdict.reasons == []
 
 
 def test_sys_exit_with_a_failure_status_at_import_is_an_honest_failure() -> None:

@@ -281,6 +281,27 @@ class Monitor:
         with contextlib.suppress(OSError):
             self._send(self.fd, {"type": wire.FINDING, "code": code, "detail": detail[:300]})
 
+    def announce(self) -> None:
+        """Collection starts (no test module, so no candidate code, has been imported yet):
+        tell the parent the state the monitor is armed with, the baseline of every answer."""
+        self.busy = True
+        try:
+            self._send_state(busy=False)
+        finally:
+            self.busy = False
+
+    def _send_state(self, *, busy: bool) -> None:
+        message = {
+            "type": wire.CANARY,
+            "sent": self.count,
+            "test_findings": len(self.seen),
+            "busy": busy,
+            "state": self.state(),
+        }
+        with contextlib.suppress(OSError):
+            self._send(self.fd, message)
+        self.seen = set()
+
     def answer(self, nodeid: str) -> None:
         """The end of a test (the reporter's audit event): check the identities, then tell the
         parent what was sent and what state the monitor is in."""
@@ -289,16 +310,7 @@ class Monitor:
             self.check_identities()
             path = _module_path(nodeid)
             self.check_oracles([*self.conftests, path] if path else self.conftests)
-            message = {
-                "type": wire.CANARY,
-                "sent": self.count,
-                "test_findings": len(self.seen),
-                "busy": busy,
-                "state": self.state(),
-            }
-            with contextlib.suppress(OSError):
-                self._send(self.fd, message)
-            self.seen = set()
+            self._send_state(busy=busy)
         finally:
             self.busy = busy
 
@@ -315,7 +327,6 @@ class Monitor:
             id(self._handlers),
             tuple((k, id(v)) for k, v in self._handlers.items()),
             tuple((k, id(v)) for k, v in self.snapshot.items()),
-            len(self.stdlib),
         )
         return format(hash(armed) & (2**64 - 1), "016x")
 

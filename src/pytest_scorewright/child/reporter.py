@@ -53,6 +53,7 @@ class ChildReporter:
         self.plugins_before = {id(p) for p in session.config.pluginmanager.get_plugins()}
         if self.monitor is not None:
             self.monitor.take_snapshot()
+            self.monitor.announce()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(

@@ -120,8 +120,9 @@ class _Evidence:
     collected_at: float | None = None
     child_tests_s: float = 0.0
     anchors: dict[str, list[Anchor]] = field(default_factory=dict)
-    #: Findings that arrived between tests: the next test's setup raised them.
+    #: Findings and re-checks that arrived between tests: the next test's setup made them.
     pending: list[tuple[str, str]] = field(default_factory=list)
+    pending_rechecks: list[dict[str, Any]] = field(default_factory=list)
     monitored: bool = False
     canary_state: str | None = None
     canaried: set[str] = field(default_factory=set)
@@ -160,6 +161,8 @@ def judge(
         _consider(ev, index, arrived, message)
     for code, detail in ev.pending:  # after the last test: the session's final checks
         ev.file_finding(SESSION, code, detail)
+    for waiting in ev.pending_rechecks:
+        _recheck_in(ev, SESSION, waiting)
     for nodeid, why in ev.broken.items():  # after the stream: its reports must not undo it
         ev.tracker.fail(nodeid, why)
     if reference_anchors is not None:
@@ -310,20 +313,22 @@ def _on_finding(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
 
 def _on_canary(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
     """The monitor's answer at the end of a test: it must come once per test, with a count of
-    findings that matches what arrived and the state it was armed with."""
+    findings that matches what arrived and the state it was armed with (which it announced
+    when collection started, before any candidate code was imported)."""
     test = ev.current
     problem = None
-    if test is None:
+    baseline = test is None and ev.collected_at is None and ev.canary_state is None
+    if test is None and not baseline:
         problem = "a monitor answer outside a test"
     elif message["busy"]:
-        problem = f"the monitor was left busy (disabled) by the end of {test[:200]}"
+        problem = f"the monitor was left busy (disabled) by the end of {str(test)[:200]}"
     elif message["sent"] != ev.finding_messages:
         problem = (
             f"the monitor says it sent {message['sent']} finding(s); {ev.finding_messages} "
             "arrived: its counters were changed"
         )
     elif message["test_findings"] != ev.test_finding_messages:
-        problem = f"the monitor's record of findings in {test[:200]} was changed"
+        problem = f"the monitor's record of findings in {str(test)[:200]} was changed"
     elif ev.canary_state is not None and message["state"] != ev.canary_state:
         problem = "the monitor's armed state (handlers, snapshots, channel) was changed"
     ev.canary_state = ev.canary_state or message["state"]
@@ -335,9 +340,18 @@ def _on_canary(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
 
 
 def _on_recheck(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
-    test, site, op = ev.current, message["site"][:200], message["op"]
-    if test is None or op not in recheck.OPS:
-        ev.note("malformed_message", "a re-checked assertion outside a test, or of no known op")
+    if ev.current is not None:
+        _recheck_in(ev, ev.current, message)
+    elif ev.collected_at is None:  # an assert at a test module's top level
+        _recheck_in(ev, COLLECTION, message)
+    else:  # a fixture's assert while the next test is set up
+        ev.pending_rechecks.append(message)
+
+
+def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
+    site, op = message["site"][:200], message["op"]
+    if op not in recheck.OPS:
+        ev.note("malformed_message", f"a re-checked assertion of no known comparison {op[:20]!r}")
         return
     try:
         sides = [recheck.read_side(raw) for raw in message["sides"]]
@@ -408,6 +422,9 @@ def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> 
         for code, detail in ev.pending:  # raised while this test was being set up
             ev.file_finding(rep.nodeid, code, detail)
         ev.pending.clear()
+        for waiting in ev.pending_rechecks:
+            _recheck_in(ev, rep.nodeid, waiting)
+        ev.pending_rechecks.clear()
     if (
         rep.when == "teardown"
         and not rep.subtest
