@@ -353,9 +353,14 @@ class Monitor:
         return None
 
     def impersonates(self, filename: str) -> bool:
-        """A file name that would have its code's actions blamed on trusted code."""
+        """A file name that would have its code's actions blamed on trusted code: a Python
+        module of the tests, pytest, pluggy, this package or the standard library, or a
+        frozen module. (Templates compiled under their own file's name, say a test's
+        views/page.tpl, are not modules and impersonate nothing.)"""
         if filename.startswith("<"):
             return filename.startswith("<frozen")
+        if not filename.endswith(".py"):
+            return False
         return filename.startswith((self.tests_dir, *self.trusted_roots)) or _is_library(filename)
 
     # -- the audit hook ------------------------------------------------------------------
