@@ -636,9 +636,11 @@ _IMMEDIATE = frozenset(
         "signal.pthread_kill",
         # The standard library reads tracebacks' frames itself (traceback, logging).
         "object.__getattr__",
-        # importlib loads cached bytecode, and runs module code, on behalf of every import.
+        # importlib loads cached bytecode (each code object in it raises code.__new__), and
+        # runs module code, on behalf of every import.
         "marshal.loads",
         "marshal.load",
+        "code.__new__",
         "exec",
     }
 )
