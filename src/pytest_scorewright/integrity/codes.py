@@ -158,7 +158,7 @@ CODES: Mapping[str, Code] = {
     # -- the static scan (relative to the reference's source) --------------------------------
     "source_pytest_hook": Code(_G, "source", "defines a pytest_* hook function"),
     "source_detects_test_environment": Code(
-        _G, "source", "refers to PYTEST_CURRENT_TEST, PYTEST_VERSION, _pytest or scorewright"
+        _G, "source", "refers to PYTEST_CURRENT_TEST, PYTEST_VERSION, PYTEST_XDIST or scorewright"
     ),
     "source_frame_introspection": Code(_H, "source", "f_back, f_locals, inspect.stack() ..."),
     "source_gc_introspection": Code(_H, "source", "gc.get_objects and friends"),
