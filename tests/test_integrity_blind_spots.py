@@ -14,6 +14,7 @@ import pytest
 
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.integrity import static_scan
+from pytest_scorewright.limits import Limits
 from tests.corpus import ROOT
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
@@ -131,3 +132,33 @@ def test_changing_the_monitors_state_from_plain_python_is_tamper_evidence(
     assert codes.get("monitor_silenced") == "tamper", codes
     assert result.integrity.rejected
     assert not any(t.credited for t in result.tests)
+
+
+HONEST_FAILURES = {
+    "syntax_error": "def is_prime(n)\n    return n > 1\n",
+    "import_error": "import no_such_module_anywhere\n",
+    "script_exit": "import sys\nsys.exit('usage: solution.py N')\n",
+    "hang": "def is_prime(n):\n    while True:\n        pass\n\ngcd = fib = is_prime\n",
+    "crash": (
+        "import sys\nsys.setrecursionlimit(10**7)\n\n"
+        "def is_prime(n):\n    return is_prime(n + 1)\n\ngcd = fib = is_prime\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", sorted(HONEST_FAILURES))
+def test_honest_failures_are_errors_never_evidence(tmp_path: Path, kind: str) -> None:
+    candidate = tmp_path / "solution.py"
+    candidate.write_text(HONEST_FAILURES[kind])
+    with Evaluator(
+        TASK / "tests",
+        heldout=TASK / "heldout",
+        reference=TASK / "reference",
+        limits=Limits(timeout_s=6),
+    ) as evaluator:
+        result = evaluator.score(candidate)
+    assert not result.ok
+    assert result.error
+    assert not result.integrity.flagged, [(r.code, r.detail) for r in result.integrity.reasons]
+    assert not result.integrity.rejected
+    assert {r.severity for r in result.integrity.reasons} <= {"hint"}
