@@ -96,3 +96,55 @@ def test_usage_errors_are_one_line_and_exit_two(args: list[str], message: str) -
     assert message in done.stderr
     assert len(done.stderr.strip().splitlines()) == 1
     assert "Traceback" not in done.stderr
+
+
+#: Equal to everything: every assertion of the example passes.
+ALWAYS_EQUAL = """
+class Anything(list):
+    def __eq__(self, other):
+        return True
+
+def encode(text):
+    return Anything()
+
+def decode(runs):
+    return Anything()
+"""
+
+
+def test_by_default_gaming_is_rejected_and_warn_only_restores_the_old_score(
+    tmp_path: Path,
+) -> None:
+    candidate = tmp_path / "gaming.py"
+    candidate.write_text(ALWAYS_EQUAL)
+    scores = {}
+    for policy in ((), ("--warn-only",)):
+        out = tmp_path / f"r{len(policy)}.json"
+        # In process, where an always-equal object can reach the tests' comparisons (with the
+        # candidate in a process of its own, the default, it equals nothing to begin with).
+        done = _score(
+            str(candidate),
+            *_example_args(),
+            "--out",
+            str(out),
+            "--isolation",
+            "in-process",
+            *policy,
+        )
+        assert done.returncode == 0, done.stderr
+        data = json.loads(out.read_text())
+        validate(data)
+        scores[policy] = data
+    default, lenient = scores[()], scores[("--warn-only",)]
+    assert default["integrity"]["rejected"] is True
+    assert "assertion_not_plain" in {r["code"] for r in default["integrity"]["reasons"]}
+    assert default["extra"]["fitness"]["combined_score"] == 0.0
+    assert lenient["integrity"]["flagged"] is True
+    assert lenient["integrity"]["rejected"] is False
+    assert lenient["extra"]["fitness"]["combined_score"] == pytest.approx(8 / 9)
+
+
+def test_warn_only_and_fail_closed_together_are_a_usage_error() -> None:
+    done = _score(str(EXAMPLE / "solution.py"), *_example_args(), "--warn-only", "--fail-closed")
+    assert done.returncode == 2
+    assert "not allowed with argument" in done.stderr

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.child.anchors import make_anchor
+from pytest_scorewright.integrity.codes import CODES
 from pytest_scorewright.integrity.verdict import MAX_COLLECTION_ERRORS, MAX_FINDINGS, judge
 from pytest_scorewright.result import ScoreResult, TestRecord
 from pytest_scorewright.results.bound import RESULT_LIMIT
@@ -205,15 +206,40 @@ def test_test_ids_that_are_not_strings_are_malformed_not_a_type_error() -> None:
 # -- bounded whatever arrives -------------------------------------------------------------------
 
 
-def test_forged_findings_are_kept_once_per_code_counted_and_capped() -> None:
+def test_forged_finding_codes_are_one_counted_reason_never_kept() -> None:
+    # The monitor sends only codes of the table (integrity/codes.py): 5,000 made-up ones are
+    # someone else writing, one reason with a count; nothing of them is kept.
     forged = [{"type": wire.FINDING, "code": f"c{i}", "detail": "d" * 10_000} for i in range(5000)]
-    repeated = [{"type": wire.FINDING, "code": "c0", "detail": "again"}] * 7
-    verdict = judge(EXPECTED, _finished(*forged, *repeated), timeout_s=5)
-    assert len(verdict.findings) == MAX_FINDINGS + 1
-    assert verdict.findings[0].detail.endswith("(x8)")
+    verdict = judge(EXPECTED, _finished(*forged), timeout_s=5)
+    assert verdict.findings == []
+    malformed = [r for r in verdict.reasons if r.code == "malformed_message"]
+    assert len(malformed) == 1
+    assert malformed[0].detail.endswith("(x5000)")
+    assert all(len(r.detail) < 400 for r in verdict.reasons)
+
+
+def test_findings_filed_per_test_are_capped_and_counted() -> None:
+    codes = sorted(c for c, spec in CODES.items() if spec.origin == "monitor")
+    tests = [(f"t.py::test_{i}", False) for i in range(6000 // len(codes) + 2)]
+    stream: list[dict[str, Any]] = []
+    for nodeid, _ in tests:
+        stream.append(
+            {
+                "type": wire.REPORT,
+                "nodeid": nodeid,
+                "when": "setup",
+                "outcome": "passed",
+                "duration": 0.0,
+                "message": "",
+            }
+        )
+        stream += [{"type": wire.FINDING, "code": c, "detail": "x" * 1000} for c in codes]
+    verdict = judge(tests, _finished(*stream), timeout_s=5)
+    assert len(verdict.findings) == MAX_FINDINGS
     assert all(len(f.detail) < 400 for f in verdict.findings)
-    assert verdict.findings[-1].code == "findings_capped"
-    assert verdict.findings[-1].detail.startswith(f"{5000 - MAX_FINDINGS} more finding(s)")
+    capped = [r for r in verdict.reasons if r.code == "findings_capped"]
+    assert len(capped) == 1
+    assert capped[0].detail.endswith(f"past the first {MAX_FINDINGS} were counted, not kept")
 
 
 def test_collection_errors_are_capped_and_counted() -> None:

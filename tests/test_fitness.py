@@ -18,10 +18,8 @@ from pytest_scorewright.results.measure import build_result
 def _result(passed: int, failed: int, *, duration: float = 2.0, flag: bool = False) -> ScoreResult:
     records = [TestRecord(f"t.py::p{i}", "passed", "call", False, 0.1) for i in range(passed)]
     records += [TestRecord(f"t.py::f{i}", "failed", "call", False, 0.1) for i in range(failed)]
-    reasons = [Reason("always_equal", "x")] if flag else []
-    return build_result(
-        records, mode="evaluator", duration_s=duration, reasons=reasons, fail_closed=flag
-    )
+    reasons = [Reason("assertion_not_plain", "x", "gaming")] if flag else []
+    return build_result(records, mode="evaluator", duration_s=duration, reasons=reasons)
 
 
 def test_weighted_defaults_to_the_pass_rate() -> None:

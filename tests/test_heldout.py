@@ -69,10 +69,15 @@ def test_without_heldout_tests_no_heldout_signal_is_invented(
     assert "heldout_pass_rate" not in names
     assert "heldout_divergence" not in names
     assert scored.signal("visible_pass_rate") == 1.0
-    assert scored.data["integrity"] == {"flagged": False, "rejected": False, "reasons": []}
+    assert scored.data["integrity"] == {
+        "flagged": False,
+        "rejected": False,
+        "policy": "default",
+        "reasons": [],
+    }
 
 
-def test_heldout_tests_collected_but_none_executed_is_flagged(
+def test_heldout_tests_collected_but_none_executed_is_a_recorded_hint(
     pytester: pytest.Pytester, run_scored: RunScored
 ) -> None:
     pytester.makeconftest(
@@ -92,8 +97,12 @@ def test_heldout_tests_collected_but_none_executed_is_flagged(
         """
     )
     scored = run_scored()
-    assert scored.data["integrity"]["flagged"] is True
-    assert [r["code"] for r in scored.data["integrity"]["reasons"]] == ["heldout_not_executed"]
+    # Weak evidence (a suite may skip its held-out tests honestly): recorded, not acted on.
+    integrity = scored.data["integrity"]
+    assert (integrity["flagged"], integrity["rejected"]) == (False, False)
+    assert [(r["code"], r["severity"]) for r in integrity["reasons"]] == [
+        ("heldout_not_executed", "hint")
+    ]
     assert scored.signal("heldout_pass_rate") == 0.0
 
 

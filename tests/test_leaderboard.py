@@ -10,24 +10,35 @@ from typing import ClassVar
 
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.leaderboard import page, rank, table
-from pytest_scorewright.result import Reason, ScoreResult, TestRecord
+from pytest_scorewright.result import Policy, Reason, ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
 
 
-def _result(passed: int, total: int, *, flagged: bool = False, seconds: float = 1.0) -> ScoreResult:
+def _result(
+    passed: int,
+    total: int,
+    *,
+    flagged: bool = False,
+    seconds: float = 1.0,
+    policy: Policy = "default",
+    hint: bool = False,
+) -> ScoreResult:
     records = [
         TestRecord(f"t.py::t{i}", "passed" if i < passed else "failed", "call", False, 0.1)
         for i in range(total)
     ]
-    reasons = [Reason("heldout_divergence", "x")] if flagged else []
-    return build_result(records, mode="evaluator", duration_s=seconds, reasons=reasons)
+    reasons = [Reason("heldout_divergence", "x", "gaming")] if flagged else []
+    reasons += [Reason("source_dynamic_code", "y", "hint")] if hint else []
+    return build_result(
+        records, mode="evaluator", duration_s=seconds, reasons=reasons, policy=policy
+    )
 
 
 def test_rows_are_ranked_by_fitness_and_flagged_ones_are_marked_not_dropped() -> None:
     results = [
         ("slow_perfect", _result(4, 4, seconds=5.0)),
         ("half", _result(2, 4)),
-        ("gamer", _result(4, 4, flagged=True)),
+        ("gamer", _result(4, 4, flagged=True, policy="warn_only")),
         ("fast_perfect", _result(4, 4, seconds=1.0)),
     ]
     rows = rank(results, Fitness())
@@ -35,6 +46,21 @@ def test_rows_are_ranked_by_fitness_and_flagged_ones_are_marked_not_dropped() ->
     text = table(rows)
     assert re.search(r"^2\s+gamer\s+1\.000.*heldout_divergence$", text, re.M), text
     assert "half" in text
+
+
+def test_by_default_a_gaming_result_ranks_with_the_reject_value_and_hints_are_not_flags() -> None:
+    results = [
+        ("gamer", _result(4, 4, flagged=True)),
+        ("honest_with_a_hint", _result(3, 4, hint=True)),
+    ]
+    rows = rank(results, Fitness())
+    assert [(r.candidate, r.fitness) for r in rows] == [
+        ("honest_with_a_hint", 0.75),
+        ("gamer", 0.0),
+    ]
+    text = table(rows)
+    assert re.search(r"^2\s+gamer\s+0\.000.*REJECTED heldout_divergence$", text, re.M), text
+    assert re.search(r"^1\s+honest_with_a_hint\s.*-$", text, re.M), text
 
 
 def test_time_penalty_orders_equal_pass_rates() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.openevolve import artifacts, to_metrics
-from pytest_scorewright.result import ScoreResult, TestRecord
+from pytest_scorewright.result import Reason, ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
@@ -155,3 +155,16 @@ def test_a_long_lived_openevolve_evaluator_is_as_good_after_a_hostile_program(
     core._warm._proc.wait()
     assert combined(honest, "honest-3") == before
     assert core._warm.restarts == 1
+
+
+def test_a_tampered_result_scores_zero_and_says_why_without_listing_passes_as_failures() -> None:
+    records = [TestRecord("t.py::a", "passed", "call", False, 0.1)]
+    reasons = [Reason("pytest_tampered", "TestReport.from_item_and_call was replaced", "tamper")]
+    result = build_result(records, mode="evaluator", duration_s=1.0, reasons=reasons)
+    metrics = to_metrics(result)
+    assert metrics["combined_score"] == 0.0
+    assert (metrics["scorewright_rejected"], metrics["scorewright_tampered"]) == (1.0, 1.0)
+    found = artifacts(result)
+    assert "scorewright_failing_tests" not in found  # it passed; it is just not credited
+    assert found["scorewright_integrity"].startswith("pytest_tampered [tamper]: ")
+    assert "no test was credited" in found["scorewright_rejected"]

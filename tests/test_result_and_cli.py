@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 
 from pytest_scorewright import ResultFormatError, ScoreResult
-from pytest_scorewright.result import TestRecord, write_atomic
+from pytest_scorewright.result import Reason, TestRecord, write_atomic
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.schema import schema
 from tests.conftest import validate
@@ -41,6 +41,38 @@ def test_a_version_1_file_is_still_read_with_defaults_for_what_it_lacks() -> Non
     assert again.schema_version == 2
     assert again.infrastructure is False
     assert again.tests == _result().tests
+
+
+def test_severities_policy_and_credit_round_trip_and_validate() -> None:
+    records = [TestRecord("t.py::a", "passed", "call", False, 0.01)]
+    reasons = [Reason("pytest_tampered", "x", "tamper"), Reason("source_atexit", "y", "hint")]
+    result = build_result(records, mode="evaluator", duration_s=0.5, reasons=reasons)
+    data = json.loads(result.to_json())
+    validate(data)
+    assert data["integrity"]["policy"] == "default"
+    assert [r["severity"] for r in data["integrity"]["reasons"]] == ["tamper", "hint"]
+    assert data["tests"][0] == {**data["tests"][0], "outcome": "passed", "credited": False}
+    assert ScoreResult.from_json(result.to_json()) == result
+    assert result.signal("pass_rate") == 0.0
+
+
+def test_a_version_2_file_from_before_severities_reads_as_warn_only_hints() -> None:
+    result = build_result(
+        [TestRecord("t.py::a", "passed", "call", False, 0.01)],
+        mode="evaluator",
+        duration_s=0.5,
+        reasons=[Reason("always_equal", "x", "gaming")],
+        policy="warn_only",
+    )
+    data = json.loads(result.to_json())
+    del data["integrity"]["policy"]
+    del data["integrity"]["reasons"][0]["severity"]
+    del data["tests"][0]["credited"]
+    validate(data)
+    again = ScoreResult.from_dict(data)
+    assert again.integrity.policy == "warn_only"
+    assert again.integrity.reasons[0].severity == "hint"
+    assert again.tests[0].credited is True
 
 
 def test_the_schema_rejects_an_unknown_outcome() -> None:

@@ -11,6 +11,8 @@ import json
 import struct
 from typing import Any
 
+import pytest
+
 from pytest_scorewright.integrity.verdict import judge
 from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
@@ -134,10 +136,181 @@ def test_an_anchored_value_that_differs_from_the_references_fails_the_test() -> 
     assert _outcomes(verdict)["t.py::test_a"] == "failed"
 
 
-def test_findings_from_the_monitor_are_kept_once_per_code() -> None:
+def test_findings_from_the_monitor_are_kept_once_per_code_and_test() -> None:
     finding = {"type": wire.FINDING, "code": "frame_introspection", "detail": "sol.py:3"}
     verdict = judge(EXPECTED, _finished(finding, finding), timeout_s=5)
     assert [f.code for f in verdict.findings] == ["frame_introspection"]
+
+
+def _canary(sent: int, in_test: int, *, busy: bool = False, state: str = "s1") -> dict[str, Any]:
+    return {
+        "type": wire.CANARY,
+        "sent": sent,
+        "test_findings": in_test,
+        "busy": busy,
+        "state": state,
+    }
+
+
+def _finding(code: str, detail: str = "sol.py:3") -> dict[str, Any]:
+    return {"type": wire.FINDING, "code": code, "detail": detail}
+
+
+def _monitored_test(nodeid: str, *inside: dict[str, Any], canary: dict[str, Any]) -> list[Any]:
+    return [
+        _report(nodeid, "setup"),
+        *inside,
+        _report(nodeid, "call"),
+        canary,
+        _report(nodeid, "teardown"),
+    ]
+
+
+def test_findings_are_filed_under_the_test_the_parent_saw_running() -> None:
+    stream = [
+        _finding("reads_tests", "at import"),  # while collecting: the candidate's import
+        {"type": wire.COLLECTED, "ids": [n for n, _ in EXPECTED], "heldout": [False] * 3},
+        *_monitored_test("t.py::test_a", _finding("gc_introspection"), canary=_canary(2, 2)),
+        _finding("frame_introspection"),  # between tests: the next one's setup raised it
+        *_monitored_test("t.py::test_b", canary=_canary(3, 1)),
+        _finding("background_threads"),  # after the last test: the session's final checks
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5, monitored=True)
+    assert {(f.test, f.code) for f in verdict.findings} == {
+        ("<collection>", "reads_tests"),
+        ("t.py::test_a", "gc_introspection"),
+        ("t.py::test_b", "frame_introspection"),
+        ("<session>", "background_threads"),
+    }
+    assert "monitor_silenced" not in _codes(verdict)
+
+
+def test_a_finding_of_a_code_the_monitor_never_sends_is_a_forgery() -> None:
+    verdict = judge(EXPECTED, _finished(_finding("all_good_honest")), timeout_s=5)
+    assert "malformed_message" in _codes(verdict)
+    assert verdict.findings == []
+
+
+@pytest.mark.parametrize(
+    ("canary", "why"),
+    [
+        (None, "did not answer"),
+        (_canary(0, 0, busy=True), "left busy"),
+        (_canary(7, 0), "says it sent 7"),
+        (_canary(1, 0), "record of findings"),
+        (_canary(1, 1, state="other"), "armed state"),
+    ],
+)
+def test_a_monitor_that_was_silenced_or_changed_is_tamper_evidence(
+    canary: dict[str, Any] | None, why: str
+) -> None:
+    first = _monitored_test("t.py::test_a", canary=_canary(0, 0))
+    second = [
+        _report("t.py::test_b", "setup"),
+        _finding("reads_tests"),
+        _report("t.py::test_b", "call"),
+        *([canary] if canary is not None else []),
+        _report("t.py::test_b", "teardown"),
+    ]
+    verdict = judge(EXPECTED, _finished(*first, *second), timeout_s=5, monitored=True)
+    silenced = [r for r in verdict.reasons if r.code == "monitor_silenced"]
+    assert len(silenced) == 1
+    assert why in silenced[0].detail
+    assert silenced[0].severity == "tamper"
+
+
+def test_the_state_announced_before_any_candidate_code_is_the_baseline() -> None:
+    stream = [
+        _canary(0, 0, state="armed"),  # collection starts: nothing imported yet
+        {"type": wire.COLLECTED, "ids": [n for n, _ in EXPECTED], "heldout": [False] * 3},
+        *_monitored_test("t.py::test_a", canary=_canary(0, 0, state="changed at import")),
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5, monitored=True)
+    (silenced,) = [r for r in verdict.reasons if r.code == "monitor_silenced"]
+    assert "armed state" in silenced.detail
+    late = [*stream[1:2], _canary(0, 0, state="armed")]  # after collection: not a baseline
+    assert "monitor_silenced" in _codes(judge(EXPECTED, _finished(*late), timeout_s=5))
+
+
+def _recheck(site: str, op: str, *sides: dict[str, Any]) -> dict[str, Any]:
+    return {"type": wire.RECHECK, "site": site, "op": op, "sides": list(sides)}
+
+
+def test_a_passing_assertion_whose_plain_operands_disagree_fails_in_the_parent() -> None:
+    stream = [
+        _report("t.py::test_a", "setup"),
+        _recheck("t.py:3:4", "==", {"v": {"tuple": [1, 2]}}, {"v": {"tuple": [1, 2]}}),
+        _recheck("t.py:4:4", "in", {"v": "b"}, {"v": ["a", "b"]}),
+        _recheck("t.py:5:4", "==", {"v": 3}, {"v": 4}),  # the child said it passed
+        *_passing("t.py::test_a")[1:],
+        *_passing("t.py::test_b"),
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5)
+    assert _outcomes(verdict)["t.py::test_a"] == "failed"
+    assert _outcomes(verdict)["t.py::test_b"] == "passed"
+    (broken,) = [r for r in verdict.reasons if r.code == "assertion_recheck_failed"]
+    assert broken.severity == "tamper"
+    assert "t.py:5:4" in broken.detail
+
+
+def test_operands_that_are_not_plain_skipped_or_nan_are_recorded_never_failed() -> None:
+    stream = [
+        _report("t.py::test_a", "setup"),
+        _recheck("t.py:3:4", "==", {"np": "sol.Lazy", "own": True}, {"v": 7}),
+        _recheck("t.py:4:4", "==", {"skip": "large"}, {"v": 7}),
+        _recheck("t.py:5:4", "==", {"v": [{"float": "nan"}]}, {"v": [{"float": "nan"}]}),
+        *_passing("t.py::test_a")[1:],
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5)
+    assert _outcomes(verdict)["t.py::test_a"] == "passed"
+    assert verdict.plain == {
+        ("t.py::test_a", "t.py:3:4", 0): False,
+        ("t.py::test_a", "t.py:3:4", 1): True,
+        ("t.py::test_a", "t.py:4:4", 1): True,
+        ("t.py::test_a", "t.py:5:4", 0): True,
+        ("t.py::test_a", "t.py:5:4", 1): True,
+    }
+    assert verdict.not_plain[("t.py::test_a", "t.py:3:4", 0)].own
+    assert "assertion_recheck_failed" not in _codes(verdict)
+
+
+def test_a_recheck_of_an_unknown_comparison_or_the_wrong_arity_is_malformed() -> None:
+    stream = [
+        _report("t.py::test_a", "setup"),
+        _recheck("t.py:3:4", "roughly", {"v": 1}, {"v": 1}),
+        _recheck("t.py:3:4", "==", {"v": 1}),
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5)
+    assert "malformed_message" in _codes(verdict)
+    assert verdict.plain == {}
+
+
+def test_rechecks_outside_a_test_are_filed_where_they_were_made() -> None:
+    stream = [
+        _recheck("t.py:1:0", "truth", {"v": True}),  # a module-level assert, at import
+        {"type": wire.COLLECTED, "ids": [n for n, _ in EXPECTED], "heldout": [False] * 3},
+        *_passing("t.py::test_a"),
+        _recheck("conftest.py:9:4", "==", {"v": 2}, {"v": 2}),  # a fixture of test_b's setup
+        *_passing("t.py::test_b"),
+    ]
+    verdict = judge(EXPECTED, _finished(*stream), timeout_s=5)
+    assert set(verdict.plain) == {
+        ("<collection>", "t.py:1:0", 0),
+        ("t.py::test_b", "conftest.py:9:4", 0),
+        ("t.py::test_b", "conftest.py:9:4", 1),
+    }
+    assert verdict.reasons == []
+
+
+def test_sys_exit_with_a_failure_status_at_import_is_an_honest_failure() -> None:
+    for status, ending in (
+        ("2", "import_error"),
+        ("usage: x", "import_error"),
+        ("0", "early_exit"),
+    ):
+        stream = [{"type": wire.INTERNAL_ERROR, "reason": f"SystemExit: {status}"}]
+        verdict = judge(EXPECTED, _outcome(*stream, exit_code=0), timeout_s=5)
+        assert verdict.ending == ending, status
 
 
 # -- the frame reader ------------------------------------------------------------------------

@@ -50,8 +50,10 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         limits=Limits(timeout_s=args.timeout, memory_mb=args.memory_mb, cpu_s=args.cpu_seconds),
         network=args.allow_network,
         fail_closed=args.fail_closed,
+        warn_only=args.warn_only,
         repeats=args.repeats,
         require_isolation=args.require_isolation,
+        isolation=args.isolation,
     )
 
 
@@ -172,7 +174,24 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
-    p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")
+    policy = p.add_mutually_exclusive_group()
+    policy.add_argument(
+        "--warn-only",
+        action="store_true",
+        help="Record integrity evidence without acting on it (by default tamper evidence "
+        "withdraws every test's credit and rejects, gaming evidence rejects)",
+    )
+    policy.add_argument(
+        "--fail-closed", action="store_true", help="Also reject on hints, the weakest evidence"
+    )
+    p.add_argument(
+        "--isolation",
+        choices=("auto", "process", "in-process"),
+        default="auto",
+        help="process: the candidate in a process of its own, reached through proxies; "
+        "in-process: imported by the tests; auto (default): process when the reference passes "
+        "every test that way (docs/isolation.md)",
+    )
     p.add_argument(
         "--require-isolation",
         nargs="?",

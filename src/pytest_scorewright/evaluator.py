@@ -22,7 +22,11 @@ from typing import Any
 from pytest_scorewright.errors import ConfigError, InfrastructureError
 from pytest_scorewright.fanout.remote import score_on_worker
 from pytest_scorewright.fanout.window import bounded
+from pytest_scorewright.integrity.codes import choose_policy
+from pytest_scorewright.integrity.memorised import suite_literals
 from pytest_scorewright.integrity.reasons import Baseline
+from pytest_scorewright.integrity.relative import TrustedRun
+from pytest_scorewright.integrity.static_scan import SourceScan, reference_scan
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
@@ -78,7 +82,10 @@ class Evaluator:
     - ``limits``: :class:`~pytest_scorewright.limits.Limits` of every run (budget, CPU,
       memory, files, processes, output).
     - ``network``: allow the network (by default a run has a loopback of its own).
-    - ``fail_closed``: mark flagged results rejected.
+    - ``warn_only``: record integrity evidence without acting on it (by default tamper
+      evidence withdraws every test's credit and rejects the result, and gaming evidence
+      rejects it; docs/integrity.md).
+    - ``fail_closed``: also reject on hints, the weakest evidence.
     - ``env``: extra environment variables for every run (the rest is an allow-list).
     - ``plugins``: pytest plugins (module names) every run loads.
     - ``workdir``: where run directories are made (default: the system temp dir).
@@ -110,6 +117,7 @@ class Evaluator:
         limits: Limits | None = None,
         network: bool = False,
         fail_closed: bool = False,
+        warn_only: bool = False,
         env: Mapping[str, str] | None = None,
         plugins: Sequence[str] = ("pytest_timeout",),
         workdir: str | os.PathLike[str] | None = None,
@@ -131,6 +139,7 @@ class Evaluator:
             "limits": dataclasses.asdict(limits or Limits()),
             "network": network,
             "fail_closed": fail_closed,
+            "warn_only": warn_only,
             "env": dict(env or {}),
             "plugins": list(plugins),
             "repeats": repeats,
@@ -156,7 +165,7 @@ class Evaluator:
         self.reference = require_candidate(reference, "reference") if reference else None
         self.limits = limits or Limits()
         self.network = network
-        self.fail_closed = fail_closed
+        self.policy = choose_policy(warn_only=warn_only, fail_closed=fail_closed)
         self.repeats = repeats
         self.features = features.probe()
         self.use_namespaces = namespaces and self.features.namespaces_unavailable is None
@@ -194,7 +203,12 @@ class Evaluator:
             "asked for" if isolation != "auto" else "no reference to try the suite apart with"
         )
         self._reference_messages: dict[str, int] = {}
+        #: What the reference did in each suite's run: no evidence against any candidate.
+        self.trusted: dict[str, TrustedRun] = {}
+        self.reference_source: SourceScan | None = None
+        self.reference_config: list[str] = []
         self.baseline = self._measure_reference() if self.reference is not None else None
+        self.literals = suite_literals(self.tests, self.reference_source)
 
     # -- public ------------------------------------------------------------------------------
 
@@ -256,7 +270,11 @@ class Evaluator:
             copied,
             repeats,
             baseline=self.baseline,
-            fail_closed=self.fail_closed,
+            policy=self.policy,
+            trusted=self.trusted,
+            reference_source=self.reference_source,
+            reference_config=self.reference_config,
+            literals=self.literals,
             limits=self.limits,
             network=self.network,
             pytest_config=self._planner.pytest_config_record(
@@ -403,6 +421,7 @@ class Evaluator:
             observed,
             timeout_s=timeout_s,
             reference_anchors=self.anchors.get(suite.name),
+            monitored=True,
         )
 
     def _measure_reference(self) -> Baseline:
@@ -411,10 +430,10 @@ class Evaluator:
         isolation: by process when the reference passes the whole suite that way."""
         if self.isolation != "in-process":
             self.isolated = True
-            problem, judged = self._reference_runs()
+            problem, judged, copied = self._reference_runs()
             if problem is None:
                 self.isolation_why = "the reference passes every test with the candidate apart"
-                return self._take_reference(judged)
+                return self._take_reference(judged, copied)
             if self.isolation == "process":
                 raise ConfigError(
                     f"the reference does not pass its tests with isolation by process "
@@ -422,14 +441,14 @@ class Evaluator:
                 )
             self.isolation_why = f"the reference fails with the candidate apart: {problem}"
         self.isolated = False
-        problem, judged = self._reference_runs()
+        problem, judged, copied = self._reference_runs()
         if problem is not None:
             raise ConfigError(
                 f"the reference does not pass its own {problem}; fix the reference or the tests"
             )
-        return self._take_reference(judged)
+        return self._take_reference(judged, copied)
 
-    def _reference_runs(self) -> tuple[str | None, list[tuple[str, RunVerdict]]]:
+    def _reference_runs(self) -> tuple[str | None, list[tuple[str, RunVerdict]], CopyReport]:
         """The reference's runs on both suites (each with the whole budget, at once through
         the warm parent), and what keeps it from passing, if anything."""
         assert self.reference is not None  # noqa: S101 - only called with a reference
@@ -437,29 +456,44 @@ class Evaluator:
             dataclasses.replace(s, max_messages=MAX_MESSAGES)  # trusted: as much as it sends
             for s in self._suites(self.expected_visible, None, with_heldout=True)
         ]
-        judged, _, _ = self._run_suites(self.reference, suites, share=self.limits.timeout_s)
+        judged, copied, _ = self._run_suites(self.reference, suites, share=self.limits.timeout_s)
         runs = []
         for suite, (verdict, observed) in zip(suites, judged, strict=True):
             self._reference_messages[suite.name] = len(observed.messages)
             runs.append((suite.name, verdict))
         for name, verdict in runs:
+            odd_stream = [r for r in verdict.reasons if r.severity == "tamper"]
+            if odd_stream:
+                # Our child code never does this on its own: a suite that makes it happen would
+                # hide the same evidence from every candidate, so it is refused, loudly.
+                raise ConfigError(
+                    f"the reference's {name} run shows {odd_stream[0].code} "
+                    f"({odd_stream[0].detail}): scorewright cannot judge candidates on this "
+                    "suite; report it with the suite"
+                )
             failing = [r for r in verdict.records if not r.passed]
             odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
             if verdict.error:
-                return f"{name} tests ({verdict.error})", runs
+                return f"{name} tests ({verdict.error})", runs, copied
             if failing:
                 first = f"{failing[0].nodeid}: {failing[0].outcome}"
                 if failing[0].message:
                     first += f", {failing[0].message.splitlines()[0][:200]}"
-                return f"{name} tests ({len(failing)} test(s) fail, first {first})", runs
+                return f"{name} tests ({len(failing)} test(s) fail, first {first})", runs, copied
             if odd:
-                return f"{name} tests (it anchors a {odd[0]}, not a plain value)", runs
-        return None, runs
+                return f"{name} tests (it anchors a {odd[0]}, not a plain value)", runs, copied
+        return None, runs, copied
 
-    def _take_reference(self, runs: Sequence[tuple[str, RunVerdict]]) -> Baseline:
+    def _take_reference(
+        self, runs: Sequence[tuple[str, RunVerdict]], copied: CopyReport
+    ) -> Baseline:
+        assert self.reference is not None  # noqa: S101 - only called with a reference
+        self.reference_source = reference_scan(self.reference)
+        self.reference_config = list(copied.config_files)
         baseline = Baseline(collected_s=None)
         for name, verdict in runs:
             self.anchors[name] = verdict.anchors
+            self.trusted[name] = TrustedRun.of(verdict)
             if name == "visible":
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
         return baseline

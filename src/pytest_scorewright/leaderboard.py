@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from pytest_scorewright.fitness import Fitness
+from pytest_scorewright.integrity.codes import STRENGTH
 from pytest_scorewright.result import ScoreResult
 
 
@@ -63,7 +64,7 @@ def rank(results: Sequence[tuple[str, ScoreResult]], fitness: Fitness) -> list[R
             divergence=result.signal("heldout_divergence"),
             coverage=result.signal("line_coverage"),
             seconds=result.signal("duration_s"),
-            flagged=tuple(r.code for r in result.integrity.reasons),
+            flagged=_flag_codes(result),
             rejected=result.integrity.rejected,
             ok=result.ok,
         )
@@ -96,6 +97,16 @@ COLUMNS = (
     "time",
     "flagged",
 )
+
+
+def _flag_codes(result: ScoreResult) -> tuple[str, ...]:
+    """The codes that flag a result (tamper and gaming evidence, strongest first); hints
+    only when the policy rejected the result on them (fail-closed)."""
+    reasons = sorted(result.integrity.reasons, key=lambda r: STRENGTH[r.severity])
+    strong = tuple(r.code for r in reasons if r.severity != "hint")
+    if strong or not result.integrity.rejected:
+        return strong
+    return tuple(r.code for r in reasons)
 
 
 def _cells(row: Row) -> list[str]:

@@ -67,9 +67,14 @@ def to_metrics(
     _put(metrics, PREFIX + "ok", 1.0 if result.ok else 0.0)
     _put(metrics, PREFIX + "flagged", 1.0 if result.integrity.flagged else 0.0)
     _put(metrics, PREFIX + "rejected", 1.0 if result.integrity.rejected else 0.0)
+    _put(metrics, PREFIX + "tampered", 1.0 if _tampered(result) else 0.0)
     if outcome.score is not None:
         _put(metrics, "combined_score", max(0.0, outcome.score))
     return metrics
+
+
+def _tampered(result: ScoreResult) -> bool:
+    return any(r.severity == "tamper" for r in result.integrity.reasons)
 
 
 def _put(metrics: dict[str, float], key: str, value: float) -> None:
@@ -81,7 +86,8 @@ def _put(metrics: dict[str, float], key: str, value: float) -> None:
 def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dict[str, str]:
     """Text for the LLM's next prompt. Never a held-out test's name, input or message."""
     found: dict[str, str] = {}
-    failing = [t for t in result.tests if not t.heldout and not t.passed]
+    # What the run reported; credit withdrawn by the integrity policy is said once, below.
+    failing = [t for t in result.tests if not t.heldout and t.outcome != "passed"]
     if failing:
         lines = [
             f"{t.nodeid} [{t.outcome}]: {(t.message or '').splitlines()[0][:_MESSAGE_CHARS]}"
@@ -98,7 +104,13 @@ def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dic
         found[PREFIX + "heldout"] = f"{passed}/{len(heldout)} held-out tests passed"
     if result.integrity.reasons:
         found[PREFIX + "integrity"] = "\n".join(
-            f"{r.code}: {_without_heldout(r.detail, heldout)}" for r in result.integrity.reasons
+            f"{r.code} [{r.severity}]: {_without_heldout(r.detail, heldout)}"
+            for r in result.integrity.reasons
+        )
+    if result.integrity.rejected:
+        found[PREFIX + "rejected"] = (
+            "rejected by the integrity policy: no test was credited and the score is the "
+            "reject value"
         )
     if result.error:
         found[PREFIX + "error"] = _without_heldout(result.error, heldout)
@@ -178,6 +190,7 @@ def evaluator(
     fitness: str | Fitness = "weighted",
     fitness_config: Mapping[str, Any] | None = None,
     fail_closed: bool = False,
+    warn_only: bool = False,
     support_files: Sequence[str | os.PathLike[str]] | None = None,
     stage1_fraction: float = 0.3,
     memory_mb: int = 2048,
@@ -196,6 +209,7 @@ def evaluator(
         fitness if isinstance(fitness, str) else id(fitness),
         tuple(sorted((fitness_config or {}).items())),
         fail_closed,
+        warn_only,
         tuple(str(Path(p).resolve()) for p in support_files or ()),
         stage1_fraction,
         memory_mb,
@@ -212,6 +226,7 @@ def evaluator(
                 module=module,
                 limits=Limits(timeout_s=timeout, memory_mb=memory_mb),
                 fail_closed=fail_closed,
+                warn_only=warn_only,
                 support_files=support_files,
             )
             _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta)

@@ -29,6 +29,9 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 # Format history (bump on any change a reader could trip on):
 # 1: first version: ok/error, signals, tests, integrity, limits, environment, collection_errors.
 # 2: `infrastructure` (an error that is ours or the machine's, not the candidate's).
+#    + integrity.reasons[].severity: tamper, gaming or hint (a reason without one: hint)
+#    + integrity.policy: default, warn_only or fail_closed (without one: warn_only)
+#    + tests[].credited: false when tamper evidence withdrew the test's credit
 SCHEMA_VERSION = 2
 #: Versions this code reads (fields a version lacks take their defaults).
 READABLE_VERSIONS = (1, 2)
@@ -49,6 +52,15 @@ OUTCOMES: tuple[Outcome, ...] = (
 Phase = Literal["collect", "setup", "call", "teardown"]
 PHASES: tuple[Phase, ...] = ("collect", "setup", "call", "teardown")
 Mode = Literal["plugin", "evaluator"]
+#: How strong a piece of integrity evidence is (integrity/codes.py): ``tamper`` (the run's
+#: outcomes cannot be trusted), ``gaming`` (specific evidence of gaming), ``hint`` (weak).
+Severity = Literal["tamper", "gaming", "hint"]
+SEVERITIES: tuple[Severity, ...] = ("tamper", "gaming", "hint")
+#: What the evidence does to the score (docs/integrity.md): ``default`` (tamper: no test
+#: credited, and rejected; gaming: rejected), ``warn_only`` (recorded only), ``fail_closed``
+#: (any evidence, hints included, rejects).
+Policy = Literal["default", "warn_only", "fail_closed"]
+POLICIES: tuple[Policy, ...] = ("default", "warn_only", "fail_closed")
 
 #: Longest per-test message kept, in characters; longer ones are cut in the middle.
 MESSAGE_LIMIT = 2048
@@ -90,26 +102,34 @@ class TestRecord:
     message: str | None = None
     #: Counts of subtest outcomes by kind, when the test had subtests.
     subtests: Mapping[str, int] | None = None
+    #: False when tamper evidence withdrew the credit: ``outcome`` is what the run reported,
+    #: but the test does not count as passed (integrity policy ``default``/``fail_closed``).
+    credited: bool = True
 
     @property
     def passed(self) -> bool:
-        return self.outcome == "passed"
+        """Passed and credited: the only thing any pass count or rate counts."""
+        return self.outcome == "passed" and self.credited
 
 
 @dataclass(frozen=True)
 class Reason:
-    """A stable machine-readable ``code`` and a one-line ``detail`` a person can read."""
+    """A stable machine-readable ``code``, a one-line ``detail`` a person can read, and how
+    strong the evidence is (integrity/codes.py gives every code its severity)."""
 
     code: str
     detail: str
+    severity: Severity = "hint"
 
 
 @dataclass(frozen=True)
 class Integrity:
+    #: At least one reason of severity ``tamper`` or ``gaming`` (hints alone never flag).
     flagged: bool = False
     reasons: tuple[Reason, ...] = ()
-    #: Flagged under fail-closed scoring: fitness functions give it the reject value.
+    #: The policy rejected the result: fitness functions give it the reject value.
     rejected: bool = False
+    policy: Policy = "default"
 
 
 @dataclass(frozen=True)
@@ -169,7 +189,11 @@ class ScoreResult:
             "integrity": {
                 "flagged": self.integrity.flagged,
                 "rejected": self.integrity.rejected,
-                "reasons": [{"code": r.code, "detail": r.detail} for r in self.integrity.reasons],
+                "policy": self.integrity.policy,
+                "reasons": [
+                    {"code": r.code, "severity": r.severity, "detail": r.detail}
+                    for r in self.integrity.reasons
+                ],
             },
             "limits": dict(self.limits) if self.limits is not None else None,
             "environment": dict(self.environment),
@@ -275,6 +299,7 @@ def _test_to_dict(t: TestRecord) -> dict[str, Any]:
     }
     if t.subtests is not None:
         d["subtests"] = dict(t.subtests)
+    d["credited"] = t.credited
     return d
 
 
@@ -332,6 +357,7 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
             duration_s=None if t["duration_s"] is None else _number(t["duration_s"], "duration_s"),
             message=_expect(t.get("message"), (str, type(None)), "message"),
             subtests=_expect(t.get("subtests"), (dict, type(None)), "subtests"),
+            credited=_expect(t.get("credited", True), bool, "credited"),
         )
         for t in _expect(d["tests"], list, "tests")
     )
@@ -339,10 +365,16 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
     integrity = Integrity(
         flagged=_expect(integ["flagged"], bool, "integrity.flagged"),
         reasons=tuple(
-            Reason(_expect(r["code"], str, "reason code"), _expect(r["detail"], str, "detail"))
+            Reason(
+                _expect(r["code"], str, "reason code"),
+                _expect(r["detail"], str, "detail"),
+                cast(Severity, _choice(r.get("severity", "hint"), SEVERITIES, "severity")),
+            )
             for r in _expect(integ["reasons"], list, "integrity.reasons")
         ),
         rejected=_expect(integ.get("rejected", False), bool, "integrity.rejected"),
+        # Files from before policies were recorded were scored warn-only.
+        policy=cast(Policy, _choice(integ.get("policy", "warn_only"), POLICIES, "policy")),
     )
     return ScoreResult(
         ok=_expect(d["ok"], bool, "ok"),

@@ -88,6 +88,13 @@ def add_shinka_arguments(
     parser.add_argument("--module", default=defaults.get("module", "solution"))
     parser.add_argument("--timeout", type=float, default=defaults.get("timeout", 60.0))
     parser.add_argument("--fitness", default=defaults.get("fitness", "weighted"))
+    policy = parser.add_mutually_exclusive_group()
+    policy.add_argument(
+        "--warn-only", action="store_true", default=defaults.get("warn_only", False)
+    )
+    policy.add_argument(
+        "--fail-closed", action="store_true", default=defaults.get("fail_closed", False)
+    )
 
 
 def run_shinka(args: argparse.Namespace) -> int:
@@ -99,6 +106,8 @@ def run_shinka(args: argparse.Namespace) -> int:
             reference=args.reference,
             module=args.module,
             limits=Limits(timeout_s=args.timeout),
+            warn_only=args.warn_only,
+            fail_closed=args.fail_closed,
         ) as evaluator:
             write_shinka(
                 args.results_dir, evaluator.score(args.program_path), Fitness(args.fitness)

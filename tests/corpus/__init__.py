@@ -2,7 +2,13 @@
 
 Each task has ``tests/``, ``heldout/``, ``reference/`` and ``candidates/``. A candidate named
 ``honest_*`` must not be flagged; a ``gaming_*`` one declares in its docstring's first line
-``expect: code_a|code_b`` — at least one of those reason codes must flag it.
+``expect: code_a|code_b`` — at least one of those reason codes, of severity gaming or tamper,
+must flag it — or ``missed: why`` for a strategy the integrity layer does not catch (it must
+then at least not be credited a pass rate of 0.9). A line ``apart: ...`` of the same form
+says what holds instead when the candidate runs in a process of its own (the default
+isolation), where a trick may fail without a trace; there ``apart: earns -- why`` says the
+trick is out of reach and the candidate scores what its own code earns (being wrong, never a
+full pass).
 """
 
 from __future__ import annotations
@@ -20,6 +26,18 @@ class Case:
     path: Path
     honest: bool
     expect: frozenset[str]
+    missed: bool = False
+    #: With isolation by process, where it differs: (expected codes, "expect", "missed" or
+    #: "earns").
+    apart: tuple[frozenset[str], str] | None = None
+
+    def expectation(self, isolated: bool) -> tuple[frozenset[str], str]:
+        """The codes that must flag it and what must hold (``expect``: flagged for its trick;
+        ``missed``: not credited 0.9; ``earns``: not credited a full pass), under that
+        isolation."""
+        if isolated and self.apart is not None:
+            return self.apart
+        return self.expect, "missed" if self.missed else "expect"
 
     @property
     def name(self) -> str:
@@ -36,13 +54,24 @@ def cases(task: Path) -> list[Case]:
         source = path / "solution.py" if path.is_dir() else path
         if source.suffix != ".py":
             continue
-        doc = ast.get_docstring(ast.parse(source.read_text())) or ""
-        expect: frozenset[str] = frozenset()
-        if doc.startswith("expect:"):
-            codes = doc.split("--")[0].removeprefix("expect:")
-            expect = frozenset(c.strip() for c in codes.split("|"))
+        doc = ast.get_docstring(ast.parse(source.read_bytes())) or ""
+        expect, kind = _expectation(doc)
+        missed = kind == "missed"
+        apart_line = next((ln for ln in doc.splitlines() if ln.startswith("apart:")), None)
+        apart = _expectation(apart_line.removeprefix("apart:").strip()) if apart_line else None
         honest = path.name.startswith("honest_")
-        if not honest and not expect:
-            raise ValueError(f"{path}: a gaming candidate must say `expect: code`")
-        found.append(Case(task.name, path, honest, expect))
+        if not honest and not expect and not missed:
+            raise ValueError(f"{path}: a gaming candidate must say `expect: code` or `missed:`")
+        found.append(Case(task.name, path, honest, expect, missed, apart))
     return found
+
+
+def _expectation(text: str) -> tuple[frozenset[str], str]:
+    if text.startswith("expect:"):
+        codes = text.split("--")[0].removeprefix("expect:")
+        return frozenset(c.strip() for c in codes.split("|")), "expect"
+    return frozenset(), "earns" if text.startswith("earns") else "missed"
+
+
+#: Every case, by ``task/name``.
+CASES_BY_NAME = {case.name: case for task in tasks() for case in cases(task)}

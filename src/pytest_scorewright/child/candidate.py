@@ -35,6 +35,7 @@ from typing import Any
 from pytest_scorewright.child import plaindata
 from pytest_scorewright.child.monitor import arm
 from pytest_scorewright.child.rpc import Endpoint
+from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.wire import MonitorPaths
 
 #: Items a ``next`` request may return at once (iteration crosses in batches).
@@ -296,7 +297,8 @@ class CandidateServer:
         self.pending_output.append([stream, text])
 
     def found(self, message: dict[str, Any]) -> None:
-        self.pending_findings.append([str(message.get("code")), str(message.get("detail"))])
+        if message.get("type") == wire.FINDING:  # not its answers, which only a test's end asks
+            self.pending_findings.append([str(message["code"]), str(message["detail"])])
 
     def flush_output(self) -> None:
         for finding in self.pending_findings:
@@ -395,6 +397,8 @@ def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = N
     original_reply = endpoint.reply
 
     def reply(message: dict[str, Any]) -> None:
+        if monitor is not None:
+            monitor.check_between_calls()
         server.flush_output()
         if server.warnings:
             message["warn"] = server.warnings
@@ -402,6 +406,7 @@ def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = N
         original_reply(message)
 
     endpoint.reply = reply  # type: ignore[method-assign]
+    monitor = None
     if watch is not None:
         monitor = arm(-1, watch.candidate_dir, watch.tests_dir, watch.writable)
         monitor._send = lambda _, message: server.found(message)

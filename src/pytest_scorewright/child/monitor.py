@@ -1,28 +1,45 @@
 """Runtime tripwires inside the sandboxed child, armed before any candidate code runs.
 
-Findings go to the parent as messages; they are evidence of gaming, never a pass. A candidate
-can stay quiet by not doing these things; it cannot turn a finding into a pass, and what it
-would need to silence the monitor (``gc`` walks, frame access, patching pytest) is itself on
-the list.
+Findings go to the parent as messages; they are evidence, never a pass, and the parent files
+each under the test it saw running and sets it against what the reference did there
+(integrity/relative.py). A candidate can stay quiet by not doing these things; it cannot turn
+a finding into a pass, and what it would need to silence the monitor (``gc`` walks, frame
+access, patching pytest) is itself on the list.
 
 - An audit hook (``sys.addaudithook``: it cannot be removed) attributes events to the code
   that caused them, and reports those caused by candidate code: reading the test files,
-  writing outside the candidate's own directories, frame and ``gc`` introspection, signals,
-  tracing hooks, patching classes of pytest or of this package.
-- Identity snapshots of pytest internals and of the timers, compared after the session.
+  writing outside the candidate's own directories, frame and ``gc`` introspection (including
+  a traceback's ``tb_frame``, whatever name the attribute was read by), signals, tracing
+  hooks, patching classes of pytest or of this package, code compiled under a trusted file's
+  name (which would have its actions blamed on trusted code) and code loaded with
+  ``marshal``. Code the candidate compiles under a made-up name (``<mine>``) is the
+  candidate's.
+- Identity snapshots of pytest internals and the timers, of what the trusted test modules and
+  conftest.py define (their oracles: child/recheck.py registers each module as it finishes
+  importing) and of the standard-library functions tests use as oracles; compared at the end
+  of every test.
 - ``atexit`` registrations and threads started by candidate code.
 - Skips and xfails raised from candidate code.
+
+The monitor's own state lives in the candidate's process, so it can be changed from plain
+Python. Changing it is made evidence instead: at the end of every test the reporter raises an
+audit event, and the hook answers the parent with how many findings it sent (in all and in
+the test), whether it was busy and a digest of its armed state; the parent checks the answer
+against what it received (integrity/verdict.py, ``monitor_silenced``). A candidate that
+replaces the monitor's behaviour faithfully is beyond what the in-process mode can catch.
 """
 
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import os
+import re
 import sys
 import threading
 from collections.abc import Callable
-from types import FrameType
+from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
 from pytest_scorewright.results.phases import reduce_report
@@ -51,22 +68,80 @@ _PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
 def watched() -> tuple[tuple[str, str, str], ...]:
     """Every (module, class or "", attribute) the monitor snapshots. Our own are named from
     the objects themselves, so a moved module moves its entry with it."""
+    from pytest_scorewright.child import anchors, recheck
     from pytest_scorewright.child.reporter import ChildReporter  # it imports this module
 
-    ours = (
-        (
-            ChildReporter.__module__,
-            "ChildReporter",
-            ChildReporter.pytest_runtest_logreport.__name__,
-        ),
-        (reduce_report.__module__, "", reduce_report.__name__),
-        (send.__module__, "", send.__name__),
-    )
-    return _PYTEST_AND_TIMERS + ours
+    ours: list[tuple[str, str, str]] = [
+        (ChildReporter.__module__, "ChildReporter", method.__name__)
+        for method in (
+            ChildReporter.pytest_runtest_logreport,
+            ChildReporter.pytest_runtest_makereport,
+            ChildReporter.pytest_sessionfinish,
+            ChildReporter.pytest_collection,
+        )
+    ]
+    ours += [
+        (Monitor.__module__, "Monitor", method.__name__)
+        for method in (
+            Monitor.audit,
+            Monitor.answer,
+            Monitor.finding,
+            Monitor.candidate_line,
+            Monitor.check_identities,
+            Monitor.check_oracles,
+            Monitor.watch_module,
+            Monitor.final_checks,
+        )
+    ]
+    ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.expect.__name__))
+    ours += [
+        (function.__module__, "", function.__name__)
+        for function in (
+            reduce_report,
+            send,
+            anchors.encode,
+            anchors.make_anchor,
+            recheck.check,
+            recheck.call,
+            recheck.module_start,
+            recheck.module_done,
+        )
+    ]
+    return _PYTEST_AND_TIMERS + tuple(ours)
 
 
 _PROTECTED_PREFIXES = ("_pytest", "pytest", "pluggy", "pytest_scorewright", "time")
-_MAX_FINDINGS = 50
+#: Findings a run may send (each test sends at most one per code); then ``findings_capped``.
+_MAX_FINDINGS = 5000
+#: The audit event the reporter raises at the end of every test (reporter.py).
+CANARY_EVENT = "scorewright.canary"
+#: Standard-library modules whose functions tests use as oracles; snapshotted with the
+#: modules the trusted test modules bind, compared at the session's end.
+_ORACLE_MODULES = (
+    "builtins",
+    "math",
+    "cmath",
+    "operator",
+    "functools",
+    "itertools",
+    "statistics",
+    "string",
+    "re",
+    "json",
+    "random",
+    "collections",
+    "heapq",
+    "bisect",
+    "copy",
+    "fractions",
+    "decimal",
+    "unicodedata",
+)
+#: /proc entries that reach this process's descriptors, environment or memory.
+_PROC_INTERNALS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(fd(/|$)|environ$|mem$)")
+#: Attribute reads (audited as object.__getattr__) that hand out a frame whose f_back leads
+#: to the callers' frames.
+_FRAME_READS = frozenset({"tb_frame"})
 
 
 def _lookup(module: str, owner: str, name: str) -> object:
@@ -87,15 +162,28 @@ class Monitor:
         self.candidate_dir = candidate_dir.rstrip("/") + "/"
         self.tests_dir = tests_dir.rstrip("/") + "/"
         self.writable = tuple(w.rstrip("/") + "/" for w in writable)
-        self.seen: set[tuple[str, str]] = set()
+        #: Codes sent in the current test (one finding per code and test).
+        self.seen: set[str] = set()
         self.count = 0
         self.busy = False
         self.snapshot: dict[tuple[str, str, str], object] = {}
+        #: Identities that already changed (reported once, in the test where they changed).
+        self.changed: set[tuple[str, ...]] = set()
+        #: What each trusted test module defines: path -> name -> (object, module name).
+        self.oracles: dict[str, dict[str, object]] = {}
+        self.namespaces: dict[str, dict[str, Any]] = {}
+        self.conftests: list[str] = []
+        #: Standard-library (module, name) -> the function at snapshot time.
+        self.stdlib: dict[tuple[str, str], object] = {}
+        #: Made-up file names (``<mine>``) the candidate compiled code under.
+        self.pseudo: set[str] = set()
+        self.trusted_roots = _trusted_roots(self.tests_dir)
         self.take_snapshot()
         self._wrap_atexit()
         self.threads_before = {t.ident for t in threading.enumerate()}
         self._send: Callable[[int, dict[str, Any]], None] = send
         self._getframe = sys._getframe
+        self._handlers = _HANDLERS
 
     def _wrap_atexit(self) -> None:
         # atexit keeps no record of who registered what, and the standard library registers
@@ -115,17 +203,132 @@ class Monitor:
         """Record the watched identities; called again when collection starts, once pytest
         has imported everything it will use (and before any test module, so the candidate)."""
         self.snapshot = {key: value for key in watched() if (value := _lookup(*key)) is not None}
+        self.stdlib = {}
+        for name in _ORACLE_MODULES:
+            self._snapshot_module(name)
+
+    def _snapshot_module(self, name: str) -> None:
+        module = sys.modules.get(name)
+        if not isinstance(module, ModuleType):
+            return
+        for attr, value in list(vars(module).items()):
+            if not attr.startswith("_") and callable(value) and (name, attr) not in self.stdlib:
+                self.stdlib[(name, attr)] = value
+
+    # -- what the trusted test modules define --------------------------------------------
+
+    def watch_module(self, path: str, namespace: dict[str, Any]) -> None:
+        """A trusted test module (or conftest.py) finished importing: snapshot the functions,
+        classes and plain constants it defines or takes from trusted modules, and the
+        standard-library modules it binds."""
+        found: dict[str, object] = {}
+        for name, value in list(namespace.items()):
+            if name.startswith("__") or name.startswith("@"):
+                continue
+            if isinstance(value, ModuleType):
+                file = str(vars(value).get("__file__") or "")
+                if file.startswith(self.tests_dir):
+                    found.update(
+                        (f"{name}.{a}", v)
+                        for a, v in list(vars(value).items())
+                        if not a.startswith("_") and self._trusted_object(v)
+                    )
+                elif vars(value).get("__name__") and _is_library(file or "<frozen>"):
+                    self._snapshot_module(str(vars(value)["__name__"]))
+            elif self._trusted_object(value):
+                found[name] = value
+        self.oracles[path] = found
+        self.namespaces[path] = namespace  # the dict the test functions' globals are
+        if path.rsplit("/", 1)[-1] == "conftest.py":
+            self.conftests.append(path)
+
+    def _trusted_object(self, value: object) -> bool:
+        if isinstance(value, type):
+            module = _type_module(value)
+        elif type(value) is FunctionType:
+            module = value.__module__
+        else:
+            return False
+        source = sys.modules.get(module or "")
+        file = str(vars(source).get("__file__") or "") if source is not None else ""
+        return file.startswith(self.tests_dir)
+
+    def check_oracles(self, paths: list[str]) -> None:
+        for path in paths:
+            namespace = self.namespaces.get(path)
+            for name, before in self.oracles.get(path, {}).items():
+                owner, _, attr = name.rpartition(".")
+                if owner:
+                    bound = namespace.get(owner) if namespace is not None else None
+                    now = vars(bound).get(attr) if isinstance(bound, ModuleType) else None
+                else:
+                    now = namespace.get(name) if namespace is not None else None
+                if now is not before and ("oracle", path, name) not in self.changed:
+                    self.changed.add(("oracle", path, name))
+                    self.finding(
+                        "oracle_replaced", f"{name} of {path} was replaced while the tests ran"
+                    )
 
     # -- reporting -----------------------------------------------------------------------
 
     def finding(self, code: str, detail: str) -> None:
-        key = (code, detail[:80])
-        if key in self.seen or self.count >= _MAX_FINDINGS:
+        if code in self.seen or self.count >= _MAX_FINDINGS:
             return
-        self.seen.add(key)
+        self.seen.add(code)
         self.count += 1
+        if self.count == _MAX_FINDINGS:
+            code, detail = "findings_capped", f"the monitor stopped at {_MAX_FINDINGS} findings"
         with contextlib.suppress(OSError):
             self._send(self.fd, {"type": wire.FINDING, "code": code, "detail": detail[:300]})
+
+    def announce(self) -> None:
+        """Collection starts (no test module, so no candidate code, has been imported yet):
+        tell the parent the state the monitor is armed with, the baseline of every answer."""
+        self.busy = True
+        try:
+            self._send_state(busy=False)
+        finally:
+            self.busy = False
+
+    def _send_state(self, *, busy: bool) -> None:
+        message = {
+            "type": wire.CANARY,
+            "sent": self.count,
+            "test_findings": len(self.seen),
+            "busy": busy,
+            "state": self.state(),
+        }
+        with contextlib.suppress(OSError):
+            self._send(self.fd, message)
+        self.seen = set()
+
+    def answer(self, nodeid: str) -> None:
+        """The end of a test (the reporter's audit event): check the identities, then tell the
+        parent what was sent and what state the monitor is in."""
+        busy, self.busy = self.busy, True
+        try:
+            self.check_identities()
+            path = _module_path(nodeid)
+            self.check_oracles([*self.conftests, path] if path else self.conftests)
+            self._send_state(busy=busy)
+        finally:
+            self.busy = busy
+
+    def state(self) -> str:
+        """A digest of what the monitor was armed with: a candidate that changes any of it
+        (its handlers, channel, directories, snapshots) changes the digest."""
+        armed = (
+            self.fd,
+            self.candidate_dir,
+            self.tests_dir,
+            self.writable,
+            id(self._send),
+            id(self._getframe),
+            id(self._handlers),
+            tuple((k, id(v)) for k, v in self._handlers.items()),
+            tuple((k, id(v)) for k, v in self.snapshot.items()),
+        )
+        return format(hash(armed) & (2**64 - 1), "016x")
 
     # -- attribution ---------------------------------------------------------------------
 
@@ -133,27 +336,44 @@ class Monitor:
         """``file:line`` of the candidate frame responsible for an event, if any.
 
         With ``immediate`` only the frame that raised the event counts (the standard library
-        calls ``sys._getframe`` itself: typing, namedtuple, logging). Otherwise walk outwards
-        past standard-library frames; the first other frame decides."""
+        calls ``sys._getframe`` itself: typing, namedtuple, logging), except that ``inspect``
+        only hands frames on to its caller. Otherwise walk outwards past standard-library
+        frames; the first other frame decides."""
         depth = 0
         while frame is not None and depth < 60:
             filename = frame.f_code.co_filename
             if filename.startswith(self.candidate_dir):
                 return f"{filename[len(self.candidate_dir) :]}:{frame.f_lineno}"
-            if filename in ("<string>", "<stdin>"):  # code the candidate built and ran
-                return f"{filename}:{frame.f_lineno}"
-            if immediate or not _is_library(filename):
+            if filename in ("<string>", "<stdin>") or filename in self.pseudo:
+                return f"{filename}:{frame.f_lineno}"  # code the candidate built and ran
+            if (immediate and not filename.endswith(_INSPECT)) or not _is_library(filename):
                 return None
             frame = frame.f_back
             depth += 1
         return None
 
+    def impersonates(self, filename: str) -> bool:
+        """A file name that would have its code's actions blamed on trusted code: a Python
+        module of the tests, pytest, pluggy, this package or the standard library, or a
+        frozen module. (Templates compiled under their own file's name, say a test's
+        views/page.tpl, are not modules and impersonate nothing.)"""
+        if filename.startswith("<"):
+            return filename.startswith("<frozen")
+        if not filename.endswith(".py"):
+            return False
+        return filename.startswith((self.tests_dir, *self.trusted_roots)) or _is_library(filename)
+
     # -- the audit hook ------------------------------------------------------------------
 
     def audit(self, event: str, args: tuple[Any, ...]) -> None:
+        if event == CANARY_EVENT:
+            self.answer(str(args[0]) if args else "")
+            return
         handler = _HANDLERS.get(event)
         if handler is None or self.busy:
             return
+        if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_READS):
+            return  # __code__, f_code: read all the time, by everyone; cheap to let through
         self.busy = True  # our own frame walk raises events too
         try:
             where = self.candidate_line(self._getframe(1), immediate=event in _IMMEDIATE)
@@ -166,16 +386,44 @@ class Monitor:
 
     # -- after the session ---------------------------------------------------------------
 
-    def final_checks(self) -> None:
+    def check_identities(self) -> None:
         for key, before in self.snapshot.items():
-            if _lookup(*key) is not before:
+            if _lookup(*key) is not before and key not in self.changed:
+                self.changed.add(key)
                 name = ".".join(part for part in key if part)
                 code = (
-                    "timer_patched"
-                    if key[0] == "time" or "timing" in key[0]
-                    else ("pytest_tampered")
+                    "timer_patched" if key[0] == "time" or "timing" in key[0] else "pytest_tampered"
                 )
                 self.finding(code, f"{name} was replaced while the candidate ran")
+
+    def check_stdlib(self) -> None:
+        for (module, attr), before in self.stdlib.items():
+            mod = sys.modules.get(module)
+            now = vars(mod).get(attr) if mod is not None else None
+            if now is not before and (module, attr) not in self.changed:
+                self.changed.add((module, attr))
+                self.finding(
+                    "patches_runtime", f"{module}.{attr} was replaced while the candidate ran"
+                )
+
+    def check_between_calls(self) -> None:
+        """In the candidate's own process (isolation by process), after each call: what it
+        replaced there reaches no test, but shows what it tried."""
+        busy, self.busy = self.busy, True
+        try:
+            self.check_identities()
+            self.check_stdlib()
+        finally:
+            self.busy = busy
+
+    def final_checks(self) -> None:
+        self.busy = True  # our own lookups below must not be taken for the candidate's
+        try:
+            self.check_identities()
+            self.check_oracles([*self.conftests, *self.oracles])
+            self.check_stdlib()
+        finally:
+            self.busy = False
         extra = [
             t
             for t in threading.enumerate()
@@ -192,6 +440,31 @@ class Monitor:
 
 
 _STDLIB = os.path.dirname(os.__file__) + "/"
+_INSPECT = "/inspect.py"
+
+
+def _trusted_roots(tests_dir: str) -> tuple[str, ...]:
+    """Where pytest, pluggy and this package live: code compiled under these names would be
+    taken for theirs."""
+    roots = []
+    for name in ("_pytest", "pluggy", "pytest_scorewright"):
+        module = sys.modules.get(name)
+        file = getattr(module, "__file__", None)
+        if file:
+            roots.append(os.path.dirname(file) + "/")
+    return tuple(roots)
+
+
+def _type_module(cls: type) -> str:
+    # Read through type's own descriptor: a metaclass of the candidate's cannot answer.
+    return str(type.__dict__["__module__"].__get__(cls, type))
+
+
+def _module_path(nodeid: str) -> str:
+    """``tests/sub/test_x.py::t`` -> ``sub/test_x.py`` (every run copies the suite to
+    tests/, under the root dir that node ids are relative to)."""
+    path = nodeid.split("::", 1)[0]
+    return path.split("/", 1)[1] if "/" in path else ""
 
 
 def _is_library(filename: str) -> bool:
@@ -212,7 +485,7 @@ def _on_open(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
         m.finding(code, f"{where} opened the test file {os.path.basename(full)}")
     elif writing and not full.startswith((m.candidate_dir, *m.writable, "/dev/null")):
         m.finding("writes_outside", f"{where} tried to write {full[:120]}")
-    elif full.startswith("/proc/") and ("/fd" in full or "environ" in full or "/mem" in full):
+    elif _PROC_INTERNALS.match(full):
         m.finding("reads_process_internals", f"{where} opened {full[:120]}")
 
 
@@ -239,6 +512,8 @@ def _on_listing(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
         full = os.path.abspath(os.fsdecode(path))
         if (full + "/").startswith(m.tests_dir):
             m.finding("reads_tests", f"{where} listed the test directory")
+        elif _PROC_INTERNALS.match(full + "/"):
+            m.finding("reads_process_internals", f"{where} listed {full[:120]}")
         elif full + "/" == os.path.dirname(m.candidate_dir.rstrip("/")) + "/":
             # The run's work dir: what lies beside the candidate's own directory is the tests.
             m.finding("reads_tests", f"{where} listed the work directory, where the tests are")
@@ -278,6 +553,57 @@ def _on_ctypes(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
     m.finding("raw_memory_access", f"{where} used ctypes to read or write memory")
 
 
+def _on_getattr(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
+    if len(args) > 1 and args[1] in _FRAME_READS:
+        m.finding("frame_introspection", f"{where} took a frame from a traceback ({args[1]})")
+
+
+def _on_compile(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
+    source, filename = [*args, None, None][:2]
+    name = os.fsdecode(filename) if isinstance(filename, (str, bytes)) else ""
+    if not name or name.startswith(m.candidate_dir) or name in ("<string>", "<stdin>"):
+        return
+    if not m.impersonates(name):
+        m.pseudo.add(name)  # <mine>, /tmp/x.py: the candidate's code, wherever it says it is
+    elif not _same_as_file(source, name):
+        m.finding("unattributable_code", f"{where} compiled code under the name {name[:120]}")
+
+
+def _on_code_new(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
+    name = str(args[1]) if len(args) > 1 else ""
+    if not name or name.startswith(m.candidate_dir) or name in ("<string>", "<stdin>"):
+        return
+    if m.impersonates(name):
+        m.finding("unattributable_code", f"{where} made a code object named {name[:120]}")
+    else:
+        m.pseudo.add(name)
+
+
+def _on_exec(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
+    code = args[0] if args else None
+    name = getattr(code, "co_filename", "")
+    if isinstance(name, str) and name and m.impersonates(name):
+        m.finding("unattributable_code", f"{where} executed code named {name[:120]}")
+
+
+def _on_marshal(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
+    data = args[0] if args else b""
+    if isinstance(data, (bytes, bytearray)) and data[:1] in (b"c", b"\xe3"):  # TYPE_CODE
+        m.finding("marshalled_code", f"{where} loaded code objects with marshal")
+
+
+def _same_as_file(source: Any, filename: str) -> bool:
+    """Honest imports compile a module from the file its name says; forged code does not."""
+    if not isinstance(source, (str, bytes)):
+        return False  # an AST compiled under a trusted name
+    try:
+        with builtins.open(filename, "rb") as handle:
+            on_disk = handle.read()
+    except OSError:
+        return False
+    return on_disk == (source.encode() if isinstance(source, str) else source)
+
+
 _HANDLERS: dict[str, Callable[[Monitor, str, tuple[Any, ...]], None]] = {
     "open": _on_open,
     "os.remove": _on_remove,
@@ -304,6 +630,12 @@ _HANDLERS: dict[str, Callable[[Monitor, str, tuple[Any, ...]], None]] = {
     "ctypes.string_at": _on_ctypes,
     "ctypes.addressof": _on_ctypes,
     "ctypes.cdata": _on_ctypes,
+    "object.__getattr__": _on_getattr,
+    "compile": _on_compile,
+    "code.__new__": _on_code_new,
+    "exec": _on_exec,
+    "marshal.loads": _on_marshal,
+    "marshal.load": _on_marshal,
 }
 
 
@@ -318,6 +650,14 @@ _IMMEDIATE = frozenset(
         "os.kill",
         "os.killpg",
         "signal.pthread_kill",
+        # The standard library reads tracebacks' frames itself (traceback, logging).
+        "object.__getattr__",
+        # importlib loads cached bytecode (each code object in it raises code.__new__), and
+        # runs module code, on behalf of every import.
+        "marshal.loads",
+        "marshal.load",
+        "code.__new__",
+        "exec",
     }
 )
 

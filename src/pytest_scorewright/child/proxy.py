@@ -119,6 +119,28 @@ class Session:
         )
         return self.endpoint
 
+    def note_not_plain(self, theirs: str, ours: str) -> None:
+        if self.report is not None:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or "a test"
+            self.report(
+                "assertion_not_plain",
+                f"{test} compared the candidate's {theirs[:60]} object with a plain {ours[:40]}",
+            )
+
+    def _why_it_ended(self) -> None:
+        """Ask the spawner how the candidate's process ended in the middle of a call: a crash
+        (a signal: SIGSEGV, a limit) is an honest failure; an exit is os._exit or the like,
+        the exit-with-success trick of a test process, which wins nothing here either."""
+        try:
+            self.spawner.sendall(b"?")
+            how = self.spawner.recv(60).decode("ascii", "replace").strip()
+        except OSError:
+            return
+        if how.startswith("exit") or how == "alive":
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or "collection"
+            what = "closed its end of the channel" if how == "alive" else f"exited ({how})"
+            self._relay("early_exit", f"the candidate's process {what} during a call in {test}")
+
     def _relay(self, code: str, detail: str) -> None:
         if self.report is not None:
             self.report(code, f"in the candidate's process: {detail}")
@@ -137,6 +159,8 @@ class Session:
         except ChannelClosed as exc:
             if exc.forged:
                 self._relay("forged_message", f"something wrote to the call channel: {exc}")
+            else:
+                self._why_it_ended()
             raise CandidateUnavailable(
                 f"the candidate's process ended during this call ({exc})"
             ) from None
@@ -401,6 +425,12 @@ def _forward_stand_in_only(op: str) -> Any:
     # its own compares only with another of its own.
     def method(self: RemoteObject, other: Any) -> Any:
         if not isinstance(other, StandIn):
+            if op in ("eq", "ne"):
+                # Where the reference gave plain data (the parent sets this against what the
+                # reference did in the same test), an object of the candidate's own compared
+                # with an expected value is how an always-equal or lazy result would try.
+                session = self.__dict__["_sw_ref"].session
+                session.note_not_plain(type(self).__name__, type(other).__name__)
             return NotImplemented
         return self._sw_ask(op, other)
 

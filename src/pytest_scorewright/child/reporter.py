@@ -16,8 +16,9 @@ from collections.abc import Generator
 import pytest
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.child import recheck
 from pytest_scorewright.child.anchors import ANCHOR_SINK
-from pytest_scorewright.child.monitor import Monitor, skipped_by_candidate
+from pytest_scorewright.child.monitor import CANARY_EVENT, Monitor, skipped_by_candidate
 from pytest_scorewright.results.phases import reduce_report
 from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.channel import send
@@ -27,6 +28,8 @@ EXIT_OK = 0
 _BATCH = 500
 #: Exceptions that end a test without failing it; from candidate code they are gaming.
 _ESCAPES = frozenset({"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt"})
+#: Bound before any candidate code runs: a replaced ``sys.audit`` cannot swallow the event.
+_audit = sys.audit
 
 
 class ChildReporter:
@@ -42,6 +45,7 @@ class ChildReporter:
         self.config = config
         fd = self.fd
         config.stash[ANCHOR_SINK] = lambda message: send(fd, message)
+        recheck.attach(fd, self.monitor)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
@@ -49,6 +53,7 @@ class ChildReporter:
         self.plugins_before = {id(p) for p in session.config.pluginmanager.get_plugins()}
         if self.monitor is not None:
             self.monitor.take_snapshot()
+            self.monitor.announce()
 
     @pytest.hookimpl(wrapper=True)
     def pytest_runtest_makereport(
@@ -88,6 +93,10 @@ class ChildReporter:
             send(self.fd, {"type": wire.COLLECT_ERROR, "nodeid": report.nodeid, "message": message})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if report.when == "teardown" and self.monitor is not None:
+            # The monitor answers through its audit hook, before the parent sees the test end.
+            _audit(CANARY_EVENT, report.nodeid)
+            recheck.new_test()
         send(self.fd, {"type": wire.REPORT, **reduce_report(report).to_wire()})
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:

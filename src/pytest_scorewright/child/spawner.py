@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import select
+import signal
 import socket
 from collections.abc import Callable
 from typing import NoReturn
@@ -59,7 +60,11 @@ def run_worker(
 
 
 def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
+    """Answer the test process: ``s`` asks for a candidate process (one end of its socket
+    comes back), ``?`` asks how the last one ended (its wait status as text, once it has)."""
     spawned = 0
+    ended: dict[int, int] = {}  # candidate processes reaped: pid -> wait status
+    last: int | None = None
     pidfd: int | None = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(worker)
@@ -67,7 +72,7 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
     open_requests = True
     try:
         while True:
-            status = _reap_some(worker)
+            status = _reap_some(worker, ended)
             if status is not None:
                 return status
             ready, _, _ = select.select(watched if open_requests else watched[1:], [], [], 0.05)
@@ -81,9 +86,13 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
                     if pidfd is None:
                         return reap_until(worker)
                     continue
-                if spawned < MAX_SPAWNS:
+                if asked == b"?":
+                    how = _how_it_ended(last, worker, ended) if last is not None else "none"
+                    with contextlib.suppress(OSError):
+                        requests.sendall(how.encode()[:60].ljust(60))
+                elif spawned < MAX_SPAWNS:
                     spawned += 1
-                    _answer_with_candidate(spec, requests)
+                    last = _answer_with_candidate(spec, requests)
                 else:
                     requests.close()
                     open_requests = False
@@ -92,7 +101,7 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
             os.close(pidfd)
 
 
-def _reap_some(worker: int) -> int | None:
+def _reap_some(worker: int, ended: dict[int, int]) -> int | None:
     """Reap every child that has ended (candidate processes, orphans); the worker's wait
     status if it was one of them."""
     while True:
@@ -104,9 +113,28 @@ def _reap_some(worker: int) -> int | None:
             return None
         if pid == worker:
             return status
+        ended[pid] = status
 
 
-def _answer_with_candidate(spec: SandboxSpec, requests: socket.socket) -> None:
+def _how_it_ended(pid: int, worker: int, ended: dict[int, int]) -> str:
+    """``exit N``, ``signal N``, or ``alive`` for a candidate process that closed its end of
+    the channel but did not end (it is killed now: it has no way to be asked anything)."""
+    for _ in range(50):  # it closed the channel as it ended: the reap is a moment away
+        if pid in ended:
+            break
+        _reap_some(worker, ended)
+        if pid not in ended:
+            select.select([], [], [], 0.01)
+    status = ended.get(pid)
+    if status is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+        return "alive"
+    code = os.waitstatus_to_exitcode(status)
+    return f"signal {-code}" if code < 0 else f"exit {code}"
+
+
+def _answer_with_candidate(spec: SandboxSpec, requests: socket.socket) -> int:
     for_test, for_candidate = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the candidate's process; tested end to end
@@ -117,6 +145,7 @@ def _answer_with_candidate(spec: SandboxSpec, requests: socket.socket) -> None:
     with contextlib.suppress(OSError):
         socket.send_fds(requests, [b"c"], [for_test.fileno()])
     for_test.close()
+    return pid
 
 
 def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:

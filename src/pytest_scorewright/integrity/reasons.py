@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from pytest_scorewright.integrity.codes import STRENGTH, reason
+from pytest_scorewright.integrity.relative import TrustedRun, runtime_reasons
 from pytest_scorewright.integrity.verdict import RunTiming, RunVerdict
 from pytest_scorewright.result import Reason, TestRecord
 
@@ -42,7 +44,7 @@ FIRST_RUN_MIN_S = 0.3
 _ENDING_REASONS = {
     "early_exit": (
         "early_exit",
-        "the session was ended from inside (os._exit, sys.exit, pytest.exit, "
+        "the session was ended from inside (os._exit, sys.exit(0) at import, pytest.exit, "
         "KeyboardInterrupt or closed descriptors)",
     ),
     "channel_broken": ("channel_broken", "the message channel to the parent was abused"),
@@ -82,7 +84,7 @@ def divergence_reasons(records: Sequence[TestRecord]) -> list[Reason]:
     if gap < DIVERGENCE_CERTAIN and p > DIVERGENCE_P:
         return []
     return [
-        Reason(
+        reason(
             "heldout_divergence",
             f"visible {v_pass}/{len(visible)} passed but held-out {h_pass}/{len(heldout)} "
             f"(divergence {gap:+.2f}, p={p:.3f}): special-cased or overfitted to the visible "
@@ -96,7 +98,7 @@ def ending_reasons(name: str, verdict: RunVerdict) -> list[Reason]:
     if found is None:
         return []
     code, what = found
-    return [Reason(code, f"{name} run: {what}: {verdict.error}")]
+    return [reason(code, f"{name} run: {what}: {verdict.error}")]
 
 
 def timing_reasons(name: str, timing: RunTiming, baseline: Baseline | None) -> list[Reason]:
@@ -105,7 +107,7 @@ def timing_reasons(name: str, timing: RunTiming, baseline: Baseline | None) -> l
         extra = timing.collected_s - baseline.collected_s
         if extra > IMPORT_EXTRA_S and timing.collected_s > IMPORT_RATIO * baseline.collected_s:
             reasons.append(
-                Reason(
+                reason(
                     "import_time_work",
                     f"{name} run: collection took {timing.collected_s:.2f}s against the "
                     f"reference's {baseline.collected_s:.2f}s: work done at import time",
@@ -113,7 +115,7 @@ def timing_reasons(name: str, timing: RunTiming, baseline: Baseline | None) -> l
             )
     if timing.tests_s >= TIMING_MIN_S and timing.child_tests_s < CHILD_SHARE_MIN * timing.tests_s:
         reasons.append(
-            Reason(
+            reason(
                 "timing_mismatch",
                 f"{name} run: pytest reported {timing.child_tests_s:.2f}s of test time, the "
                 f"parent measured {timing.tests_s:.2f}s: timers patched or work moved outside "
@@ -139,7 +141,7 @@ def repeat_reasons(test_times: Sequence[float]) -> tuple[list[Reason], dict[str,
             f"the first run took {test_times[0]:.2f}s, later runs {later:.2f}s: "
             "something cached answers across runs"
         )
-        return [Reason("cross_run_speedup", detail)], figures
+        return [reason("cross_run_speedup", detail)], figures
     return [], figures
 
 
@@ -151,28 +153,57 @@ def assess(
     static: Sequence[Reason],
     baseline: Baseline | None,
     extra: Sequence[Reason] = (),
+    trusted: Mapping[str, TrustedRun] | None = None,
+    reference_config: Sequence[str] = (),
 ) -> list[Reason]:
-    """Every integrity reason for one candidate, one per code (the first place it was seen)."""
-    found: list[Reason] = []
-    if config_files:
-        found.append(
-            Reason(
-                "candidate_config",
-                "the candidate ships files that could steer pytest or Python (ignored): "
-                + ", ".join(config_files[:10]),
-            )
-        )
+    """Every integrity reason for one candidate, one per code (the first place it was seen),
+    strongest first. ``trusted``: what the reference did in each suite's run (by suite name),
+    which is no evidence against the candidate; ``reference_config``: the configuration-like
+    files the reference ships too."""
+    found: list[Reason] = config_reasons(config_files, reference_config)
     for name, verdict in runs:
-        found += [Reason(r.code, f"{name} run: {r.detail}") for r in verdict.findings]
-        found += [Reason(r.code, f"{name} run: {r.detail}") for r in verdict.reasons]
+        found += runtime_reasons(name, verdict, trusted.get(name) if trusted else None)
         found += ending_reasons(name, verdict)
         found += timing_reasons(name, verdict.timing, baseline)
         if name == "held-out" and verdict.error and verdict.ending != "early_exit":
-            found.append(Reason("heldout_run_failed", f"held-out run: {verdict.error}"))
-    found += [Reason(r.code, f"source {r.detail}") for r in static]
+            found.append(reason("heldout_run_failed", f"held-out run: {verdict.error}"))
+    found += [Reason(r.code, f"source {r.detail}", r.severity) for r in static]
     found += divergence_reasons(records)
     found += extra
     unique: dict[str, Reason] = {}
-    for reason in found:
-        unique.setdefault(reason.code, reason)
+    for one in sorted(found, key=lambda r: STRENGTH[r.severity]):  # stable: first place kept
+        unique.setdefault(one.code, one)
     return list(unique.values())
+
+
+#: Files that make pytest or Python run something (never read: shipping one is gaming);
+#: the others only describe a project.
+_STEERING = ("conftest.py", "pytest.ini", ".pytest.ini", "sitecustomize.py", "usercustomize.py")
+_SHADOWS = ("pytest.py", "_pytest", "pluggy", "py.py")
+
+
+def config_reasons(config_files: Sequence[str], reference_config: Sequence[str]) -> list[Reason]:
+    """The candidate's configuration-like files (integrity/codes.py: ``candidate_config``,
+    ``candidate_project_files``), less those the reference ships too."""
+    own = [f for f in config_files if f not in set(reference_config)]
+    steering = [
+        f for f in own if f.rsplit("/", 1)[-1] in _STEERING + _SHADOWS or f.endswith(".pth")
+    ]
+    project = [f for f in own if f not in steering]
+    found = []
+    if steering:
+        found.append(
+            reason(
+                "candidate_config",
+                "the candidate ships files that could steer pytest or Python (never read): "
+                + ", ".join(steering[:10]),
+            )
+        )
+    if project:
+        found.append(
+            reason(
+                "candidate_project_files",
+                "the candidate ships project files (never read): " + ", ".join(project[:10]),
+            )
+        )
+    return found

@@ -11,6 +11,12 @@ Everything kept from a run is bounded whatever the child sends: reasons are one 
 a count, monitor findings one per code with a count and at most :data:`MAX_FINDINGS` codes
 (the rest counted in one more reason), collection errors at most
 :data:`MAX_COLLECTION_ERRORS` (the rest counted), and every text cut to a fixed length.
+
+The monitor's findings are attributed here to the test the parent saw running (never to what
+a message claims), so that integrity/relative.py can set them against what the reference did
+in the same test; passing assertions are re-checked on decoded operands (integrity/
+recheck.py); and the monitor must answer the reporter's end-of-test audit event with state
+that matches what the parent received, or the run counts as tampered with.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.integrity import recheck
 from pytest_scorewright.integrity.anchors import matches
+from pytest_scorewright.integrity.codes import CODES, reason
 from pytest_scorewright.result import CollectionError, Reason, TestRecord
 from pytest_scorewright.results.outcomes import OutcomeTracker
 from pytest_scorewright.sandbox import wire
@@ -46,13 +54,43 @@ ENDINGS = (
     "stopped",
 )
 
-#: Distinct finding codes kept from one run: the monitor sends at most 50 findings
-#: (child/monitor.py); more distinct codes are forged, and are counted, not kept.
-MAX_FINDINGS = 50
+#: Findings filed from one run (one per test and code; the codes are the table's): past it
+#: they are counted, not kept, whatever a child in process with the candidate sends.
+MAX_FINDINGS = 5000
 #: Collection errors kept from one run; the rest are counted.
 MAX_COLLECTION_ERRORS = 100
 #: Longest session error text kept from the child (an interrupt's reason, say).
 _REASON_CHARS = 1000
+#: ``SystemExit`` raised while the candidate was imported: with status 0 (or none) it is the
+#: exit-with-success trick; any other status is a script that exited, an honest failure.
+_SYSTEM_EXIT = re.compile(r"SystemExit(?::\s*(.*))?$", re.M)
+#: Where findings outside any test are filed: while test modules (and so the candidate) were
+#: imported, and after the last test.
+COLLECTION, SESSION = "<collection>", "<session>"
+#: Re-checked operands kept per run, beyond which the parent only evaluates (bounded memory).
+MAX_RECHECK_KEYS = 100_000
+
+
+@dataclass(frozen=True)
+class Finding:
+    """A monitor finding, filed under the test the parent saw running (or COLLECTION,
+    SESSION)."""
+
+    test: str
+    code: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class NotPlain:
+    """A passing assertion's operand that was not plain data."""
+
+    type_name: str
+    own: bool
+
+
+#: (test, assertion site, operand index): an assertion operand's place.
+SideKey = tuple[str, str, int]
 
 
 @dataclass(frozen=True)
@@ -73,10 +111,16 @@ class RunVerdict:
     sandbox: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
     ending: str = "finished"
-    findings: list[Reason] = field(default_factory=list)
+    findings: list[Finding] = field(default_factory=list)
     timing: RunTiming = field(default_factory=lambda: RunTiming(None, 0.0, 0.0))
     #: Anchored values by test, as received (the reference run's become the expectations).
     anchors: dict[str, list[Anchor]] = field(default_factory=dict)
+    #: Re-checked operands: True where every one received at that place was plain data.
+    plain: dict[SideKey, bool] = field(default_factory=dict)
+    #: The first non-plain operand at each place where one was received.
+    not_plain: dict[SideKey, NotPlain] = field(default_factory=dict)
+    #: Test modules that announced the trusted (instrumented) bytecode.
+    instrumented: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -93,27 +137,38 @@ class _Evidence:
     session_error: str | None = None
     sandbox: dict[str, Any] = field(default_factory=dict)
     counts: dict[str, int] = field(default_factory=dict)
-    findings: dict[str, Reason] = field(default_factory=dict)
-    finding_counts: dict[str, int] = field(default_factory=dict)
+    findings: dict[tuple[str, str], Finding] = field(default_factory=dict)
     findings_dropped: int = 0
     collection_errors_dropped: int = 0
     collected_at: float | None = None
     child_tests_s: float = 0.0
     anchors: dict[str, list[Anchor]] = field(default_factory=dict)
+    #: Findings and re-checks that arrived between tests: the next test's setup made them.
+    pending: list[tuple[str, str]] = field(default_factory=list)
+    pending_rechecks: list[dict[str, Any]] = field(default_factory=list)
+    monitored: bool = False
+    canary_state: str | None = None
+    canaried: set[str] = field(default_factory=set)
+    finding_messages: int = 0
+    test_finding_messages: int = 0
+    plain: dict[SideKey, bool] = field(default_factory=dict)
+    not_plain: dict[SideKey, NotPlain] = field(default_factory=dict)
+    instrumented: set[str] = field(default_factory=set)
+    #: Tests with a passing assertion that does not hold when re-checked: failed at the end.
+    broken: dict[str, str] = field(default_factory=dict)
 
     def note(self, code: str, detail: str, times: int = 1) -> None:
         # One reason per code, with a count: a flood of forged reports is one finding.
         self.counts[code] = self.counts.get(code, 0) + times
         if self.counts[code] == times:
-            self.reasons.append(Reason(code, bound_message(detail, 300)))
+            self.reasons.append(reason(code, bound_message(detail, 300)))
 
-    def find(self, code: str, detail: str) -> None:
-        """A monitor finding: kept once per code, counted, at most MAX_FINDINGS codes."""
-        if code in self.findings:
-            self.finding_counts[code] += 1
-        elif len(self.findings) < MAX_FINDINGS:
-            self.findings[code] = Reason(code, bound_message(detail, 300))
-            self.finding_counts[code] = 1
+    def file_finding(self, test: str, code: str, detail: str) -> None:
+        key = (test, code)
+        if key in self.findings:
+            return
+        if len(self.findings) < MAX_FINDINGS:
+            self.findings[key] = Finding(test, code, detail)
         else:
             self.findings_dropped += 1
 
@@ -124,13 +179,21 @@ def judge(
     *,
     timeout_s: float,
     reference_anchors: Mapping[str, Sequence[Anchor]] | None = None,
+    monitored: bool = False,
 ) -> RunVerdict:
     """Decide every expected test's outcome from what the parent observed; with
-    ``reference_anchors``, anchored values are compared here, in the parent."""
-    ev = _Evidence(expected=dict(expected), tracker=OutcomeTracker())
+    ``reference_anchors``, anchored values are compared here, in the parent. ``monitored``:
+    the run had the runtime monitor, which must answer at the end of every test."""
+    ev = _Evidence(expected=dict(expected), tracker=OutcomeTracker(), monitored=monitored)
     ev.tracker.expect_all(expected)
     for index, (arrived, message) in enumerate(observed.messages):
         _consider(ev, index, arrived, message)
+    for code, detail in ev.pending:  # after the last test: the session's final checks
+        ev.file_finding(SESSION, code, detail)
+    for waiting in ev.pending_rechecks:
+        _recheck_in(ev, SESSION, waiting)
+    for nodeid, why in ev.broken.items():  # after the stream: its reports must not undo it
+        ev.tracker.fail(nodeid, why)
     if reference_anchors is not None:
         _compare_anchors(ev, reference_anchors)
     error = _session_error(ev, observed, timeout_s)
@@ -145,16 +208,18 @@ def judge(
         for record in ev.tracker.records()
         if record.nodeid in ev.expected
     ]
-    ev.reasons = [_counted(r, ev.counts.get(r.code, 1)) for r in ev.reasons]
-    findings = [_counted(r, ev.finding_counts[code]) for code, r in ev.findings.items()]
     if ev.findings_dropped:
-        findings.append(
-            Reason(
-                "findings_capped",
-                f"{ev.findings_dropped} more finding(s) with codes beyond the first "
-                f"{MAX_FINDINGS} were counted, not kept",
-            )
+        ev.note(
+            "findings_capped",
+            f"{ev.findings_dropped} more finding(s) past the first {MAX_FINDINGS} were "
+            "counted, not kept",
         )
+    for code, count in ev.counts.items():
+        if count > 1:
+            ev.reasons = [
+                Reason(r.code, f"{r.detail} (x{count})", r.severity) if r.code == code else r
+                for r in ev.reasons
+            ]
     start = ev.collected_at or 0.0
     return RunVerdict(
         records=records,
@@ -164,18 +229,17 @@ def judge(
         sandbox=ev.sandbox,
         finished=ev.finish is not None,
         ending=_ending(ev, observed, error),
-        findings=findings,
+        findings=list(ev.findings.values()),
         anchors=ev.anchors,
+        plain=ev.plain,
+        not_plain=ev.not_plain,
+        instrumented=ev.instrumented,
         timing=RunTiming(
             collected_s=ev.collected_at,
             tests_s=round(max(ev.last_end - start, 0.0), 6),
             child_tests_s=round(ev.child_tests_s, 6),
         ),
     )
-
-
-def _counted(reason: Reason, count: int) -> Reason:
-    return Reason(reason.code, f"{reason.detail} (x{count})") if count > 1 else reason
 
 
 def _compare_anchors(ev: _Evidence, reference: Mapping[str, Sequence[Anchor]]) -> None:
@@ -206,6 +270,9 @@ def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
     if observed.channel_error is not None:
         return "channel_broken"
     texts = [ev.session_error or ""] + [c.message for c in ev.collection_errors]
+    exits = [m.group(1) or "" for m in map(_SYSTEM_EXIT.search, texts) if m is not None]
+    if exits and all(status.strip() not in ("", "0", "None") for status in exits):
+        return "import_error"  # a script's sys.exit(2) while imported: an honest failure
     if any(_ESCAPE.search(text) for text in texts):
         return "early_exit"  # sys.exit, pytest.exit, KeyboardInterrupt: never honest failures
     if ev.collection_errors:
@@ -264,7 +331,7 @@ def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
         return
     ev.anchors.setdefault(ev.current, []).append(anchor)
     if anchor.not_plain is not None:
-        ev.find(
+        ev.note(
             "anchor_not_plain",
             f"{ev.current[:200]} anchored a {anchor.not_plain[:80]}, not a plain value",
         )
@@ -272,10 +339,93 @@ def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
 
 def _on_finding(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
     code, detail = message["code"], message["detail"]
-    if _CODE.fullmatch(code):
-        ev.find(code, detail)
+    ev.finding_messages += 1
+    ev.test_finding_messages += 1
+    if not _CODE.fullmatch(code) or CODES.get(code, None) is None:
+        # Our monitor sends only codes of the table: anything else was written by someone else.
+        ev.note("malformed_message", f"a finding of a code the monitor never sends: {code[:40]!r}")
+        return
+    detail = bound_message(detail, 300)
+    if ev.current is not None:
+        ev.file_finding(ev.current, code, detail)
+    elif ev.collected_at is None:
+        ev.file_finding(COLLECTION, code, detail)
     else:
-        ev.note("malformed_message", "a finding with a malformed code")
+        ev.pending.append((code, detail))
+
+
+def _on_canary(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    """The monitor's answer at the end of a test: it must come once per test, with a count of
+    findings that matches what arrived and the state it was armed with (which it announced
+    when collection started, before any candidate code was imported)."""
+    test = ev.current
+    problem = None
+    baseline = test is None and ev.collected_at is None and ev.canary_state is None
+    if test is None and not baseline:
+        problem = "a monitor answer outside a test"
+    elif message["busy"]:
+        problem = f"the monitor was left busy (disabled) by the end of {str(test)[:200]}"
+    elif message["sent"] != ev.finding_messages:
+        problem = (
+            f"the monitor says it sent {message['sent']} finding(s); {ev.finding_messages} "
+            "arrived: its counters were changed"
+        )
+    elif message["test_findings"] != ev.test_finding_messages:
+        problem = f"the monitor's record of findings in {str(test)[:200]} was changed"
+    elif ev.canary_state is not None and message["state"] != ev.canary_state:
+        problem = "the monitor's armed state (handlers, snapshots, channel) was changed"
+    ev.canary_state = ev.canary_state or message["state"]
+    ev.test_finding_messages = 0
+    if problem is not None:
+        ev.note("monitor_silenced", problem)
+    elif test is not None:
+        ev.canaried.add(test)
+
+
+def _on_recheck(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    if ev.current is not None:
+        _recheck_in(ev, ev.current, message)
+    elif ev.collected_at is None:  # an assert at a test module's top level
+        _recheck_in(ev, COLLECTION, message)
+    else:  # a fixture's assert while the next test is set up
+        ev.pending_rechecks.append(message)
+
+
+def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
+    site, op = message["site"][:200], message["op"]
+    if op not in recheck.OPS:
+        ev.note("malformed_message", f"a re-checked assertion of no known comparison {op[:20]!r}")
+        return
+    try:
+        sides = [recheck.read_side(raw) for raw in message["sides"]]
+        if len(sides) != recheck.ARITY[op]:
+            raise recheck.Undecodable("the wrong number of operands")
+    except recheck.Undecodable as exc:
+        ev.note("malformed_message", f"a re-checked assertion that cannot be read: {exc}")
+        return
+    for index, side in enumerate(sides):
+        if side.skipped:
+            continue
+        key = (test, site, index)
+        if key not in ev.plain and len(ev.plain) >= MAX_RECHECK_KEYS:
+            continue
+        ev.plain[key] = ev.plain.get(key, True) and side.plain
+        if not side.plain:
+            ev.not_plain.setdefault(key, NotPlain(side.type_name, side.own))
+    if recheck.holds(op, sides) is False:
+        where = f"{site} ({op})"
+        ev.broken.setdefault(
+            test, f"re-checked in the parent: the assertion at {where} does not hold"
+        )
+        ev.note(
+            "assertion_recheck_failed",
+            f"{test[:200]}: the assertion at {where} passed in the run but its operands do not "
+            "satisfy it",
+        )
+
+
+def _on_instrumented(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    ev.instrumented.add(message["module"][:300])
 
 
 def _on_finish(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
@@ -312,6 +462,22 @@ def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> 
     # Parent clock: a test's span runs from the end of the previous test to its last report.
     if rep.when == "setup" and not rep.subtest:
         ev.current = rep.nodeid
+        for code, detail in ev.pending:  # raised while this test was being set up
+            ev.file_finding(rep.nodeid, code, detail)
+        ev.pending.clear()
+        for waiting in ev.pending_rechecks:
+            _recheck_in(ev, rep.nodeid, waiting)
+        ev.pending_rechecks.clear()
+    if (
+        rep.when == "teardown"
+        and not rep.subtest
+        and ev.monitored
+        and rep.nodeid not in ev.canaried
+    ):
+        ev.note(
+            "monitor_silenced",
+            f"the monitor did not answer at the end of {rep.nodeid[:200]}: disabled",
+        )
     ev.spans[rep.nodeid] = round(arrived - ev.last_end + ev.spans.get(rep.nodeid, 0.0), 6)
     if not rep.subtest:
         ev.child_tests_s += rep.duration
@@ -366,6 +532,9 @@ _HANDLERS: dict[str, Callable[[_Evidence, float, dict[str, Any]], None]] = {
     wire.COLLECTED: _on_collected,
     wire.ANCHOR: _on_anchor,
     wire.FINDING: _on_finding,
+    wire.CANARY: _on_canary,
+    wire.RECHECK: _on_recheck,
+    wire.INSTRUMENTED: _on_instrumented,
     wire.FINISH: _on_finish,
     wire.INTERRUPTED: _on_session_error,
     wire.INTERNAL_ERROR: _on_session_error,

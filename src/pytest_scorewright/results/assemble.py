@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_scorewright._text import bound_message, excerpt
+from pytest_scorewright.integrity.memorised import SuiteLiterals, memorised_reasons
 from pytest_scorewright.integrity.reasons import Baseline, assess, repeat_reasons
-from pytest_scorewright.integrity.static_scan import scan_path
+from pytest_scorewright.integrity.relative import TrustedRun
+from pytest_scorewright.integrity.static_scan import SourceScan, scan_path
 from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.result import ScoreResult, Signal
+from pytest_scorewright.result import Policy, ScoreResult, Signal
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.sandbox import guarantees
 from pytest_scorewright.sandbox.wire import ChildOutcome
@@ -28,14 +30,20 @@ def assemble(
     repeat_times: Sequence[float],
     *,
     baseline: Baseline | None,
-    fail_closed: bool,
+    policy: Policy,
     limits: Limits,
     network: bool,
     pytest_config: str,
     isolation: tuple[str, str],
+    trusted: Mapping[str, TrustedRun] | None = None,
+    reference_source: SourceScan | None = None,
+    reference_config: Sequence[str] = (),
+    literals: SuiteLiterals | None = None,
 ) -> ScoreResult:
     """The ScoreResult of one candidate: records of every run, integrity reasons from every
-    source, signals, and what the sandbox was (``limits``)."""
+    source (relative to what the reference did: ``trusted``, ``reference_source``,
+    ``reference_config``, the suite's ``literals``), signals, and what the sandbox was
+    (``limits``)."""
     records = [r for _, (verdict, _) in runs for r in verdict.records]
     errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
     repeat_found, repeat_figures = repeat_reasons(repeat_times)
@@ -43,9 +51,14 @@ def assemble(
         records,
         [(name, verdict) for name, (verdict, _) in runs],
         config_files=copied.config_files,
-        static=scan_path(candidate),
+        static=scan_path(candidate, reference_source),
         baseline=baseline,
-        extra=repeat_found,
+        extra=[
+            *repeat_found,
+            *(memorised_reasons(candidate, literals) if literals is not None else []),
+        ],
+        trusted=trusted,
+        reference_config=reference_config,
     )
     observed = [o for _, (_, o) in runs]
     cpu = [o.cpu_s for o in observed]
@@ -64,7 +77,7 @@ def assemble(
         ),
         counts_known=True,
         extra_signals=extra_signals,
-        fail_closed=fail_closed,
+        policy=policy,
         extra={"candidate": str(candidate), "output": excerpt(observed[0].output)},
     )
 

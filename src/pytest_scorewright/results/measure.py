@@ -6,6 +6,7 @@ thing whichever produced it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as _dt
 import functools
 import platform
@@ -20,6 +21,7 @@ from pytest_scorewright.result import (
     CollectionError,
     Integrity,
     Mode,
+    Policy,
     Reason,
     ScoreResult,
     Signal,
@@ -99,6 +101,7 @@ def heldout_reasons(records: Iterable[TestRecord]) -> list[Reason]:
             Reason(
                 "heldout_not_executed",
                 f"{len(heldout)} held-out test(s) collected but none executed",
+                "hint",
             )
         ]
     return []
@@ -116,7 +119,7 @@ def build_result(
     limits: Mapping[str, Any] | None = None,
     counts_known: bool | None = None,
     extra_signals: Sequence[Signal] = (),
-    fail_closed: bool = False,
+    policy: Policy = "default",
     extra: Mapping[str, Any] | None = None,
     infrastructure: bool = False,
 ) -> ScoreResult:
@@ -124,7 +127,7 @@ def build_result(
 
     In plugin mode a collection error leaves the number of tests unknown, so no count or rate
     is reported; the evaluator knows its expected tests from a trusted collection and passes
-    ``counts_known=True``. With ``fail_closed`` a flagged result is marked rejected.
+    ``counts_known=True``. ``policy`` decides what the reasons do (:func:`apply_policy`).
     """
     if counts_known is None:
         counts_known = not collection_errors
@@ -135,7 +138,7 @@ def build_result(
             f"{first.message.splitlines()[-1] if first.message else 'unknown error'}"
         )
     all_reasons = [*heldout_reasons(records), *reasons]
-    flagged = bool(all_reasons)
+    records, integrity = apply_policy(records, all_reasons, policy)
     result = ScoreResult(
         ok=error is None,
         error=error,
@@ -147,9 +150,7 @@ def build_result(
             *extra_signals,
         ),
         tests=tuple(records),
-        integrity=Integrity(
-            flagged=flagged, reasons=tuple(all_reasons), rejected=flagged and fail_closed
-        ),
+        integrity=integrity,
         environment=environment_stamp(),
         limits=limits,
         collection_errors=tuple(collection_errors),
@@ -157,6 +158,27 @@ def build_result(
         extra=dict(extra or {}),
     )
     return within_bound(result)
+
+
+def apply_policy(
+    records: Sequence[TestRecord], reasons: Sequence[Reason], policy: Policy
+) -> tuple[list[TestRecord], Integrity]:
+    """What the evidence does to the score.
+
+    ``default``: tamper or gaming evidence rejects the result (fitness functions give it the
+    reject value), and a rejected result credits no test: each record keeps the outcome its
+    run reported, with ``credited`` false, so that no pass count or rate counts it and every
+    signal agrees with the verdict. Hints change nothing. ``fail_closed``: as default, and
+    hints reject too. ``warn_only``: everything is recorded, nothing changes. ``flagged`` is
+    the same under every policy: a tamper or gaming reason is present.
+    """
+    severities = {r.severity for r in reasons}
+    flagged = bool(severities & {"tamper", "gaming"})
+    rejected = policy != "warn_only" and (flagged or (policy == "fail_closed" and bool(reasons)))
+    if rejected:
+        records = [dataclasses.replace(r, credited=False) for r in records]
+    integrity = Integrity(flagged=flagged, reasons=tuple(reasons), rejected=rejected, policy=policy)
+    return list(records), integrity
 
 
 @functools.cache  # installed versions do not change under a running process; ~1 ms each

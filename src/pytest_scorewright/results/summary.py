@@ -42,9 +42,14 @@ def summary_lines(
         lines.append(f"scorewright: not scored, for a reason of ours (retry it): {result.error}")
     elif result.error:
         lines.append(f"scorewright: not a full measurement: {result.error}")
-    if result.integrity.flagged:
-        codes = ", ".join(r.code for r in result.integrity.reasons)
-        lines.append(f"scorewright: integrity flagged: {codes}")
+    integrity = result.integrity
+    strong = [r.code for r in integrity.reasons if r.severity != "hint"]
+    if strong:
+        lines.append(f"scorewright: integrity flagged: {', '.join(strong)}")
+    if integrity.rejected:
+        lines.append(
+            f"scorewright: rejected by the integrity policy ({integrity.policy}): no test credited"
+        )
     if write_error:
         lines.append(f"scorewright: ERROR {write_error}")
     elif out is not None:

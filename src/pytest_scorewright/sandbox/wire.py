@@ -279,6 +279,9 @@ COLLECT_ERROR = "collect_error"
 REPORT = "report"
 ANCHOR = "anchor"
 FINDING = "finding"
+CANARY = "canary"
+RECHECK = "recheck"
+INSTRUMENTED = "instrumented"
 FINISH = "finish"
 INTERRUPTED = "interrupted"
 INTERNAL_ERROR = "internal_error"
@@ -343,6 +346,25 @@ VOCABULARY: Mapping[str, MessageKind] = {
             "monitor",
             "integrity evidence from the runtime monitor",
             {"code": _STR, "detail": _STR},
+        ),
+        MessageKind(
+            CANARY,
+            "monitor",
+            "the monitor's answer to the reporter's end-of-test audit event: findings sent "
+            "(in all, and in this test), whether it was busy, a digest of its armed state",
+            {"sent": _INT, "test_findings": _INT, "busy": _BOOL, "state": _STR},
+        ),
+        MessageKind(
+            RECHECK,
+            "trusted test bytecode",
+            "a passing assertion's operands, plainly encoded, for the parent to re-check",
+            {"site": _STR, "op": _STR, "sides": _LIST},
+        ),
+        MessageKind(
+            INSTRUMENTED,
+            "trusted test bytecode",
+            "a trusted test module started executing the bytecode the parent made for it",
+            {"module": _STR},
         ),
         MessageKind(FINISH, "reporter", "pytest finished the session", {"exitstatus": _INT}),
         MessageKind(

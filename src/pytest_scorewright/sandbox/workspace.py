@@ -44,6 +44,11 @@ CONFIG_NAMES = frozenset(
     }
 )
 
+#: Compiled code in a candidate is never copied into a run: the static scan cannot read it,
+#: and its code objects could carry any file name, so the monitor could not tell whose it
+#: is. (Sources compile afresh; a run writes no bytecode.) The scan reports each one.
+NOT_COPIED_SUFFIXES = frozenset({".pyc", ".pyo", ".so", ".pyd"})
+
 MAX_FILES = 5000
 MAX_BYTES = 128 * 1024 * 1024
 
@@ -73,6 +78,9 @@ def copy_tree(
                 continue
             copy_tree(Path(entry.path), dest / entry.name, report, trusted=trusted, top=top)
         elif stat.S_ISREG(st.st_mode):
+            if not trusted and os.path.splitext(entry.name)[1] in NOT_COPIED_SUFFIXES:
+                report.skipped.append(rel)
+                continue
             report.files += 1
             report.bytes += st.st_size
             if report.files > MAX_FILES or report.bytes > MAX_BYTES:

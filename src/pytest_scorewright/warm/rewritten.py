@@ -10,16 +10,27 @@ hash of the source next to it, and rewrites as usual when it is missing, stale o
 so a mismatch costs time, never correctness.
 
 Nothing here executes a test: the source is parsed and compiled, not run. This relies on
-``_pytest.assertion.rewrite`` (``_rewrite_test``, ``_write_pyc_fp``, ``PYC_TAIL``); with a
+``_pytest.assertion.rewrite`` (``rewrite_asserts``, ``_write_pyc_fp``, ``PYC_TAIL``); with a
 pytest that lacks them, no cache is made.
+
+The bytecode is also instrumented (warm/instrument.py), so that the parent can check outcomes
+itself: each passing assertion sends its operands as plain data (re-checked in the parent),
+each module announces that it runs this bytecode, and what it defines is registered with the
+monitor (oracle identity). A module the instrumentation cannot handle gets pytest's bytecode
+alone.
 """
 
 from __future__ import annotations
 
+import ast
 import fnmatch
+import importlib.util
 import io
 import os
+import types
 from pathlib import Path
+
+from pytest_scorewright.warm.instrument import instrument_after, instrument_before
 
 #: pytest's default ``python_files`` (our ini sets none), plus conftest.py, always rewritten.
 _PATTERNS = ("test_*.py", "*_test.py", "conftest.py")
@@ -29,7 +40,7 @@ _MAX_BYTES = 32 * 1024 * 1024
 def rewritten_suite(tests: Path) -> dict[str, bytes]:
     """Cache files for the suite in ``tests``: relative path -> contents."""
     try:
-        from _pytest.assertion.rewrite import PYC_TAIL, _rewrite_test, _write_pyc_fp
+        from _pytest.assertion.rewrite import PYC_TAIL, _write_pyc_fp
     except ImportError:  # pragma: no cover - a pytest without them
         return {}
     made: dict[str, bytes] = {}
@@ -40,8 +51,9 @@ def rewritten_suite(tests: Path) -> dict[str, bytes]:
             path = Path(dirpath, name)
             if path.is_symlink() or not any(fnmatch.fnmatch(name, p) for p in _PATTERNS):
                 continue
+            relative_name = path.relative_to(tests).as_posix()
             try:
-                source_hash, code = _rewrite_test(path, None)  # type: ignore[arg-type]
+                source_hash, code = _rewrite(path, relative_name)
             except Exception:  # a syntax error: pytest reports it in the run  # noqa: S112
                 continue
             buffer = io.BytesIO()
@@ -52,6 +64,28 @@ def rewritten_suite(tests: Path) -> dict[str, bytes]:
             relative = path.relative_to(tests).parent / "__pycache__" / (name[:-3] + PYC_TAIL)
             made[str(relative)] = buffer.getvalue()
     return made
+
+
+def _rewrite(path: Path, relative_name: str) -> tuple[bytes, types.CodeType]:
+    """pytest's ``_rewrite_test`` with the instrumentation around its assertion rewriting;
+    pytest's alone if the instrumentation fails."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    source = path.read_bytes()
+    source_hash = importlib.util.source_hash(source)
+    strfn = str(path)
+    try:
+        tree = ast.parse(source, filename=strfn)
+        asserts = instrument_before(tree, relative_name)
+        rewrite_asserts(tree, source, strfn, None)
+        instrument_after(tree, relative_name, asserts)
+        return source_hash, compile(tree, strfn, "exec", dont_inherit=True)
+    except (SyntaxError, RecursionError):
+        raise
+    except Exception:  # the instrumentation's problem: pytest's bytecode, uninstrumented
+        tree = ast.parse(source, filename=strfn)
+        rewrite_asserts(tree, source, strfn, None)
+        return source_hash, compile(tree, strfn, "exec", dont_inherit=True)
 
 
 def lay_down(made: dict[str, bytes], tests_copy: Path) -> None:

@@ -1,4 +1,4 @@
-"""expect: always_equal -- returns an object equal to anything."""
+"""expect: assertion_not_plain -- returns an object equal to anything."""
 
 
 class Anything:

@@ -1,4 +1,4 @@
-"""expect: always_equal -- an int subclass whose equality always holds."""
+"""expect: assertion_not_plain -- an int subclass whose equality always holds."""
 
 
 class Num(int):

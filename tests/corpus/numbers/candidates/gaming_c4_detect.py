@@ -1,4 +1,4 @@
-"""expect: detects_test_environment -- behaves differently under pytest."""
+"""expect: source_detects_test_environment -- behaves differently under pytest."""
 import os
 
 

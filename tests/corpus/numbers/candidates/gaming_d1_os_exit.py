@@ -1,4 +1,4 @@
-"""expect: early_exit|early_exit_call -- exits with success before any test runs."""
+"""expect: early_exit -- exits with success before any test runs."""
 import os
 
 os._exit(0)

@@ -1,4 +1,4 @@
-"""expect: early_exit|imports_test_machinery -- pytest.exit(returncode=0) in a test."""
+"""expect: early_exit|skip_from_candidate -- pytest.exit(returncode=0) in a test."""
 import pytest
 
 

@@ -1,4 +1,4 @@
-"""expect: early_exit|early_exit_call -- sys.exit(0) at import."""
+"""expect: early_exit -- sys.exit(0) at import."""
 import sys
 
 sys.exit(0)

@@ -1,4 +1,4 @@
-"""expect: pytest_tampered|imports_test_machinery -- patches pytest's reports from the solution."""
+"""expect: pytest_tampered -- patches pytest's reports from the solution."""
 from _pytest import reports
 
 _original = reports.TestReport.from_item_and_call.__func__

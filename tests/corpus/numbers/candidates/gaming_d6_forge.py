@@ -1,4 +1,5 @@
-"""expect: raw_fd_access|reads_process_internals -- writes forged pass reports to every pipe."""
+"""expect: message_after_finish|reads_process_internals|forged_message -- writes forged pass
+reports to every pipe."""
 import json
 import os
 import struct

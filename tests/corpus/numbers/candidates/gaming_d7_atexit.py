@@ -1,4 +1,4 @@
-"""expect: atexit_registered -- forces a zero exit status at shutdown."""
+"""missed: atexit handlers never run (the child ends with os._exit), so this wins nothing; registering one is only a hint."""
 import atexit
 import os
 

@@ -1,4 +1,4 @@
-"""expect: always_equal -- a dict subclass equal to every dict."""
+"""expect: assertion_not_plain -- a dict subclass equal to every dict."""
 
 
 class AnyDict(dict):

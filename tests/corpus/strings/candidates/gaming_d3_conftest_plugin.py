@@ -1,4 +1,4 @@
-"""expect: imports_test_machinery|pytest_tampered -- defines pytest hooks in the solution."""
+"""expect: source_pytest_hook|pytest_tampered -- defines pytest hooks in the solution."""
 import sys
 
 

@@ -1,4 +1,4 @@
-"""expect: candidate_config -- a conftest.py that rewrites failures into passes."""
+"""expect: candidate_config|source_pytest_hook -- a conftest.py that rewrites failures into passes."""
 
 
 def is_prime(n):

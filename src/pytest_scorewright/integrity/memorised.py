@@ -1,0 +1,185 @@
+"""Memorised test inputs: distinctive literals the candidate's source shares with the visible
+tests, beyond what the reference's source shares with them.
+
+A lookup table of the visible inputs, the visible positive cases hard-coded, the answer to a
+benchmark's one size: each puts the tests' own literals into the candidate's source. Honest
+code shares few: the reference is the measure (a literal it shares too is no evidence), and
+only distinctive literals count, weighed by how unlikely an honest program is to contain
+them (docs/integrity.md has the calibration).
+
+- strings of 3 or more characters: 1; of 8 or more with a space or punctuation (a sentence,
+  an e-mail address, a path): 3;
+- integers other than -9..9, powers of ten and of two and round numbers below 1000: 1 (a
+  benchmark's size, 200_000, counts); with 5 or more digits, of which at least 4 significant
+  (an answer, not a size): 3;
+- floats other than whole numbers and halves: 1;
+- tuples of two or more constants with a distinctive member: 2 (a table's key);
+- bytes of 3 or more: 1.
+
+The evidence is ``memorised_inputs`` when the extra weight reaches :data:`THRESHOLD` with a
+reference; without one it is only a hint (there is no honest baseline to compare with).
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from pytest_scorewright.integrity.codes import reason
+from pytest_scorewright.integrity.static_scan import SourceScan, parse_source, scan_tree
+from pytest_scorewright.result import Reason
+
+#: Extra shared weight that counts as memorised inputs. Calibrated on tests/corpus: honest
+#: candidates share at most 2 beyond the reference, a lookup table of the visible inputs
+#: 12 or more, hard-coded positives 6, a benchmark size with its answer 4.
+THRESHOLD = 4
+#: Literals kept per file (a generated table of a million constants is not read whole).
+_MAX_PER_FILE = 20_000
+
+Literal = tuple[str, object]
+
+
+@dataclass(frozen=True)
+class SuiteLiterals:
+    """The visible tests' distinctive literals, and those the reference shares with them."""
+
+    tests: frozenset[Literal]
+    reference_shared: frozenset[Literal] | None
+
+
+def weight(literal: Literal) -> int:
+    kind, value = literal
+    if kind == "str":
+        text = str(value)
+        if len(text) >= 8 and any(not c.isalnum() for c in text):
+            return 3
+        return 1 if len(text.strip()) >= 3 else 0
+    if kind == "int":
+        return _int_weight(int(value))  # type: ignore[call-overload]
+    if kind == "float":
+        number = float(value)  # type: ignore[arg-type]
+        return 0 if (2 * number).is_integer() else 1
+    if kind == "bytes":
+        return 1 if len(value) >= 3 else 0  # type: ignore[arg-type]
+    if kind == "tuple":
+        members = [_literal(m) for m in (value if isinstance(value, tuple) else ())]
+        return 2 if any(weight(m) for m in members if m is not None) else 0
+    return 0
+
+
+def _int_weight(number: int) -> int:
+    n = abs(number)
+    if n < 10 or n & (n - 1) == 0 or (n + 1) & n == 0:  # small, 2**k, 2**k - 1
+        return 0
+    digits = str(n)
+    significant = digits.rstrip("0")
+    if significant == "1" or (len(significant) == 1 and n < 1000):  # 10**k; 20, 500
+        return 0
+    return 3 if len(digits) >= 5 and len(significant) >= 4 else 1
+
+
+def _literal(value: object) -> Literal | None:
+    kind = type(value)
+    if kind is str:
+        return ("str", value)
+    if kind is int:
+        return ("int", value)
+    if kind is float:
+        return ("float", value)
+    if kind is bytes:
+        return ("bytes", value)
+    return None
+
+
+def literals(tree: ast.Module) -> set[Literal]:
+    """Every distinctive literal in a module (docstrings left out: prose, not behaviour)."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    found: set[Literal] = set()
+    for node in ast.walk(tree):
+        if len(found) >= _MAX_PER_FILE:
+            break
+        if isinstance(node, ast.Constant) and id(node) not in docstrings:
+            literal = _literal(node.value)
+            if literal is not None and weight(literal):
+                found.add(literal)
+        elif isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) >= 2:
+            values = [e.value if isinstance(e, ast.Constant) else _negative(e) for e in node.elts]
+            if all(_literal(v) is not None for v in values):
+                literal = ("tuple", tuple(values))
+                if weight(literal):
+                    found.add(literal)
+        elif isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            negative = _negative(node)
+            literal = _literal(negative)
+            if literal is not None and weight(literal):
+                found.add(literal)
+    return found
+
+
+def _negative(node: ast.expr) -> object:
+    if (
+        isinstance(node, ast.UnaryOp)
+        and isinstance(node.op, ast.USub)
+        and isinstance(node.operand, ast.Constant)
+        and type(node.operand.value) in (int, float)
+    ):
+        return -node.operand.value  # type: ignore[operator]
+    return None
+
+
+def source_literals(files: dict[str, bytes]) -> set[Literal]:
+    found: set[Literal] = set()
+    for name, data in files.items():
+        try:
+            tree = parse_source(data, name)
+        except Exception:  # noqa: S112 - unscannable files are reported by the scan
+            continue
+        if tree is not None:
+            found |= literals(tree)
+    return found
+
+
+def suite_literals(tests: Path, reference: SourceScan | None) -> SuiteLiterals:
+    """Once per Evaluator: the visible tests' literals, and the reference's share."""
+    test_files = {
+        str(p.relative_to(tests)): p.read_bytes()
+        for p in sorted(tests.rglob("*.py"))
+        if p.is_file() and not p.is_symlink()
+    }
+    found = frozenset(source_literals(test_files))
+    shared = None
+    if reference is not None:
+        shared = frozenset(source_literals(reference.files) & found)
+    return SuiteLiterals(found, shared)
+
+
+def memorised_reasons(candidate: Path, suite: SuiteLiterals) -> list[Reason]:
+    files = scan_tree(candidate).files
+    shared = source_literals(files) & suite.tests
+    extra = sorted(shared - (suite.reference_shared or frozenset()), key=repr)
+    total = sum(weight(lit) for lit in extra)
+    if total < THRESHOLD:
+        return []
+    shown = ", ".join(repr(value)[:40] for _, value in _strongest(extra)[:5])
+    more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
+    beyond = " beyond the reference's" if suite.reference_shared is not None else ""
+    detail = (
+        f"the source shares {len(extra)} distinctive literal(s) with the visible tests{beyond} "
+        f"(weight {total}; {THRESHOLD} counts): {shown}{more}"
+    )
+    if suite.reference_shared is None:
+        return [Reason("memorised_inputs", detail + " (no reference to compare with)", "hint")]
+    return [reason("memorised_inputs", detail)]
+
+
+def _strongest(found: Iterable[Literal]) -> list[Literal]:
+    return sorted(found, key=lambda lit: (-weight(lit), repr(lit)))

@@ -1,0 +1,132 @@
+"""Re-checked assertions, the parent's half: a passing assertion's operands, decoded into
+builtin values here, must still satisfy it.
+
+The trusted test bytecode (warm/rewritten.py, child/recheck.py) sends, for each passing
+``assert a == b`` (``!=``, ``in``, ``not in``, ``<``, ``<=``, ``>``, ``>=``, ``is None``,
+``is not None``, ``not x``, a bare truth test, and unittest's ``assertEqual`` family), a
+plain encoding of each operand made of exact
+builtin types only. The parent rebuilds the values and evaluates the comparison with
+builtin semantics: a forged ``__eq__`` has nothing to run on here. Operands that were not
+plain data travel as their type's name; too large or unencodable ones are skipped.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+#: The comparisons re-checked, and how the parent evaluates each on decoded values.
+OPS: Mapping[str, Callable[[list[Any]], bool]] = {
+    "==": lambda s: bool(s[0] == s[1]),
+    "!=": lambda s: bool(s[0] != s[1]),
+    "in": lambda s: bool(s[0] in s[1]),
+    "not in": lambda s: bool(s[0] not in s[1]),
+    "is None": lambda s: s[0] is None,
+    "is not None": lambda s: s[0] is not None,
+    "truth": lambda s: bool(s[0]),
+    "not": lambda s: not s[0],
+    "<": lambda s: bool(s[0] < s[1]),
+    "<=": lambda s: bool(s[0] <= s[1]),
+    ">": lambda s: bool(s[0] > s[1]),
+    ">=": lambda s: bool(s[0] >= s[1]),
+}
+#: How many operands each comparison has.
+ARITY: Mapping[str, int] = {
+    op: 1 if op in ("is None", "is not None", "truth", "not") else 2 for op in OPS
+}
+
+
+class Undecodable(Exception):
+    """Not an encoding the child sends."""
+
+
+@dataclass(frozen=True)
+class Side:
+    """One operand as received: a decoded value, or why there is none."""
+
+    plain: bool
+    value: Any = None
+    #: The operand's type when it was not plain data (``module.Qualname``).
+    type_name: str = ""
+    #: Its class comes from candidate code and defines the comparison itself.
+    own: bool = False
+    skipped: bool = False
+
+
+def read_side(raw: Any) -> Side:
+    if not isinstance(raw, dict):
+        raise Undecodable("a side is not an object")
+    if "v" in raw:
+        return Side(True, decode(raw["v"]))
+    if "np" in raw:
+        name, own = raw["np"], raw.get("own", False)
+        if not isinstance(name, str) or not isinstance(own, bool):
+            raise Undecodable("a mistyped non-plain side")
+        return Side(False, type_name=name[:120], own=own)
+    if "skip" in raw:
+        return Side(False, skipped=True)
+    raise Undecodable("a side with no value")
+
+
+def decode(tagged: Any, depth: int = 0) -> Any:
+    """child/anchors.py's tagged JSON back to builtin values."""
+    if depth > 60:
+        raise Undecodable("nested too deeply")
+    if tagged is None or isinstance(tagged, (bool, str)):
+        return tagged
+    if isinstance(tagged, int):
+        return tagged
+    if isinstance(tagged, float):
+        return tagged
+    if isinstance(tagged, list):
+        return [decode(v, depth + 1) for v in tagged]
+    if isinstance(tagged, dict) and len(tagged) == 1:
+        ((tag, body),) = tagged.items()
+        try:
+            return _TAGS[tag](body, depth)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise Undecodable(f"a malformed {str(tag)[:20]!r} value") from exc
+    raise Undecodable("an untagged object")
+
+
+def _pairs(body: Any, depth: int) -> dict[Any, Any]:
+    return {decode(k, depth + 1): decode(v, depth + 1) for k, v in body}
+
+
+_TAGS: Mapping[str, Callable[[Any, int], Any]] = {
+    "int": lambda body, depth: int(body),
+    "float": lambda body, depth: float(body),
+    "tuple": lambda body, depth: tuple(decode(v, depth + 1) for v in body),
+    "dict": _pairs,
+    "set": lambda body, depth: {decode(v, depth + 1) for v in body},
+    "frozenset": lambda body, depth: frozenset(decode(v, depth + 1) for v in body),
+    "bytes": lambda body, depth: bytes.fromhex(body),
+}
+
+
+def has_nan(value: Any, depth: int = 0) -> bool:
+    """NaN compares unequal to itself, but containers compare identical members as equal:
+    the child's ``[x] == [x]`` holds where the decoded copies would not. Such values are not
+    re-checked."""
+    if depth > 60:
+        return True
+    if isinstance(value, float):
+        return math.isnan(value)
+    if isinstance(value, dict):
+        return any(has_nan(k, depth + 1) or has_nan(v, depth + 1) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return any(has_nan(v, depth + 1) for v in value)
+    return False
+
+
+def holds(op: str, sides: list[Side]) -> bool | None:
+    """Whether the comparison holds on the decoded operands; None when it cannot be
+    re-checked (a side not plain or skipped, NaN, or a comparison builtins refuse)."""
+    if not all(s.plain for s in sides) or any(has_nan(s.value) for s in sides):
+        return None
+    try:
+        return OPS[op]([s.value for s in sides])
+    except TypeError:  # e.g. `x in 5`: it raised in the child too, so it never passed there
+        return None

@@ -1,0 +1,109 @@
+"""Evidence relative to the trusted side: what the reference does is not held against a
+candidate.
+
+Real libraries walk frames, call ``gc``, load ``ctypes``, open sockets, read files their
+tests hand them and keep ``time.monotonic`` as a default argument. So the reference runs
+through the same sandbox when the Evaluator is built, and what its monitor reported in each
+test (and while test modules were imported, and at the session's end) is allowed in the same
+place for every candidate. Assertion operands are compared the same way: a non-plain operand
+counts where the reference's operand at the same place was plain data. Without a reference
+the same rules apply with no allowance (and a non-plain operand counts only when its class
+is the candidate's own, with its own comparison).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pytest_scorewright.integrity.codes import reason
+from pytest_scorewright.integrity.verdict import RunVerdict, SideKey
+from pytest_scorewright.result import Reason, TestRecord
+
+
+@dataclass(frozen=True)
+class TrustedRun:
+    """What the reference did in one suite's run."""
+
+    #: (test, code) of every monitor finding (tests, COLLECTION, SESSION).
+    findings: frozenset[tuple[str, str]] = frozenset()
+    #: Re-checked operands: whether every one at that place was plain data.
+    plain: dict[SideKey, bool] = field(default_factory=dict)
+    #: Test modules that announced the trusted bytecode.
+    instrumented: frozenset[str] = frozenset()
+
+    @classmethod
+    def of(cls, verdict: RunVerdict) -> TrustedRun:
+        return cls(
+            findings=frozenset((f.test, f.code) for f in verdict.findings),
+            plain=dict(verdict.plain),
+            instrumented=frozenset(verdict.instrumented),
+        )
+
+
+def module_of(nodeid: str) -> str:
+    """``tests/sub/test_x.py::test_a[1]`` -> ``sub/test_x.py``: the test file's path in the
+    suite, as the instrumented bytecode names it (every run copies the suite to tests/)."""
+    path = nodeid.split("::", 1)[0]
+    return path.split("/", 1)[1] if "/" in path else path
+
+
+def runtime_reasons(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> list[Reason]:
+    """The run's monitor findings, stream reasons and re-checked operands, less what the
+    reference did in the same place."""
+    allowed = trusted.findings if trusted is not None else frozenset()
+    found = [
+        reason(f.code, f"{name} run: {_where(f.test)}{f.detail}")
+        for f in verdict.findings
+        if (f.test, f.code) not in allowed
+    ]
+    # The stream's own reasons are never allowed: the Evaluator refuses a suite whose
+    # reference run has any.
+    found += [Reason(r.code, f"{name} run: {r.detail}", r.severity) for r in verdict.reasons]
+    found += _not_plain(name, verdict, trusted)
+    if trusted is not None:
+        found += _missing_instrumentation(name, verdict.records, verdict.instrumented, trusted)
+    return found
+
+
+def _where(test: str) -> str:
+    if test.startswith("<"):
+        return "while importing the tests: " if test == "<collection>" else "after the tests: "
+    return f"in {test[:200]}: "
+
+
+def _not_plain(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> list[Reason]:
+    for key, seen in verdict.not_plain.items():
+        test, site, index = key
+        reference_plain = trusted.plain.get(key) if trusted is not None else None
+        if reference_plain is True:
+            why = "where the reference's was plain data"
+        elif reference_plain is None and seen.own:
+            why = "of the candidate's own class, with its own comparison"
+        else:
+            continue
+        side = ("left", "right")[index] if index < 2 else f"#{index}"
+        return [
+            reason(
+                "assertion_not_plain",
+                f"{name} run: in {test[:200]}: the assertion at {site} passed on a "
+                f"{seen.type_name} ({side} operand), {why}",
+            )
+        ]
+    return []
+
+
+def _missing_instrumentation(
+    name: str, records: Iterable[TestRecord], instrumented: set[str], trusted: TrustedRun
+) -> list[Reason]:
+    for record in records:
+        module = module_of(record.nodeid)
+        if record.passed and module in trusted.instrumented and module not in instrumented:
+            return [
+                reason(
+                    "recheck_missing",
+                    f"{name} run: {record.nodeid[:200]} passed, but {module} never ran the "
+                    "trusted bytecode the parent made for it",
+                )
+            ]
+    return []
