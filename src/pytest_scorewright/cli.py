@@ -38,6 +38,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_export(args: argparse.Namespace) -> int:
+    from pytest_scorewright.results.ctrf import ctrf_json
+
+    if args.out:
+        check_writable(args.out)
+    text = ctrf_json(ScoreResult.read(args.result))
+    if args.out:
+        write_atomic(args.out, text)
+        print(f"scorewright: wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
 def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
     from pytest_scorewright.evaluator import Evaluator
     from pytest_scorewright.limits import Limits
@@ -311,6 +325,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_shinka_arguments(p)
     p.set_defaults(func=run_shinka)
+
+    p = sub.add_parser("export", help="Write a ScoreResult in another report format")
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument(
+        "--ctrf",
+        action="store_true",
+        required=True,
+        help="As a CTRF JSON test report (the one format so far)",
+    )
+    p.add_argument("--out", metavar="FILE", help="Write the report here (default: stdout)")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
     p.add_argument("results", nargs="+", metavar="RESULT.json")
