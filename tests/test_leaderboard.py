@@ -137,3 +137,29 @@ def test_a_failed_fitness_ranks_last_with_its_error() -> None:
     text = table(rows)
     assert "weak: fitness error: ValueError: too weak to judge" in text
     assert re.search(r"^2\s+weak\s+error", text, re.M)
+
+
+def test_a_result_not_scored_for_a_reason_of_ours_ranks_last_without_a_score(
+    tmp_path: Path,
+) -> None:
+    from pytest_scorewright.limits import Limits
+    from pytest_scorewright.results.assemble import infrastructure_result
+
+    # The result the Evaluator returns when its warm parent died during the candidate's runs.
+    lost = infrastructure_result(
+        tmp_path / "lost.py",
+        "the warm parent process died during this run",
+        1.5,
+        limits=Limits(),
+    )
+    rows = rank([("lost", lost), ("weak", _result(0, 2)), ("fine", _result(2, 2))], Fitness())
+    assert [(r.candidate, r.fitness) for r in rows] == [
+        ("fine", 1.0),
+        ("weak", 0.0),
+        ("lost", None),
+    ]
+    assert rows[2].infrastructure
+    text = table(rows)
+    assert re.search(r"^3\s+lost\s+not scored", text, re.M), text
+    assert "lost: not scored, for a reason of ours or the machine's (score it again): " in text
+    assert "the warm parent process died" in text

@@ -5,7 +5,9 @@ from __future__ import annotations
 import asyncio
 import math
 import os
+import shutil
 import signal
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -168,3 +170,94 @@ def test_a_tampered_result_scores_zero_and_says_why_without_listing_passes_as_fa
     assert "scorewright_failing_tests" not in found  # it passed; it is just not credited
     assert found["scorewright_integrity"].startswith("pytest_tampered [tamper]: ")
     assert "no test was credited" in found["scorewright_rejected"]
+
+
+# Slow in its first call, not at import: work at import time is evidence (import_time_work).
+SLOW = PROGRAMS["reference"] + (
+    "\nimport time\n_encode = encode\n_slept = []\n\n"
+    "def encode(text):\n"
+    "    if not _slept:\n"
+    "        _slept.append(time.sleep(3))\n"
+    "    return _encode(text)\n"
+)
+
+
+def _killing_warm_parents(tests: Path, kills: int) -> threading.Thread:
+    """Kill the adapter's warm parent ``kills`` times, each while a program's runs are alive
+    (as the OOM killer would): an error of ours, not the program's."""
+    from pytest_scorewright import openevolve as adapter
+    from tests.conftest import sandbox_processes
+
+    def kill() -> None:
+        for _ in range(kills):
+            deadline = time.monotonic() + 60
+            seen: dict[int, float] = {}
+            while time.monotonic() < deadline:
+                now = time.monotonic()
+                seen = {pid: seen.get(pid, now) for pid in sandbox_processes(os.getpid())}
+                if seen and now - min(seen.values()) > 1.0:  # the slow program's runs
+                    break
+                time.sleep(0.02)
+            core = next(e.evaluator for e in adapter._cache.values() if e.evaluator.tests == tests)
+            assert core._warm is not None
+            os.kill(core._warm._proc.pid, signal.SIGKILL)
+            while sandbox_processes(os.getpid()) and time.monotonic() < deadline:
+                time.sleep(0.02)
+
+    killer = threading.Thread(target=kill)
+    killer.start()
+    return killer
+
+
+def _slow_evaluation_file(tmp_path: Path, retries: int) -> Path:
+    # A task directory of its own, so the killer finds this file's evaluator and no other.
+    task = tmp_path / "task"
+    shutil.copytree(TASK, task)
+    path = tmp_path / "evaluate_slow.py"
+    path.write_text(
+        "from pytest_scorewright.openevolve import evaluator\n"
+        f"_ev = evaluator({str(task / 'tests')!r}, heldout={str(task / 'heldout')!r},\n"
+        f"               reference={str(task / 'reference')!r}, timeout=20, retries={retries})\n"
+        "evaluate, evaluate_stage1, evaluate_stage2 = "
+        "_ev.evaluate, _ev.evaluate_stage1, _ev.evaluate_stage2\n"
+    )
+    return path
+
+
+def test_an_error_of_ours_is_an_exception_openevolve_retries_not_a_zero(tmp_path: Path) -> None:
+    evaluation_file = _slow_evaluation_file(tmp_path, retries=0)
+    config = openevolve_config.load_config(str(EXAMPLE / "config.yaml"))
+    config.evaluator.cascade_evaluation = False
+    config.evaluator.max_retries = 1
+    config.evaluator.timeout = 60
+    evaluator = openevolve_evaluator.Evaluator(config.evaluator, str(evaluation_file))
+    killer = _killing_warm_parents((tmp_path / "task" / "tests").resolve(), kills=1)
+    metrics = asyncio.run(evaluator.evaluate_program(SLOW, "slow"))
+    killer.join()
+    # The first attempt raised; openevolve's own retry scored the program in full.
+    assert metrics["combined_score"] == 1.0
+
+
+def test_in_cascade_mode_an_error_of_ours_is_retried_by_the_adapter_then_an_error(
+    tmp_path: Path,
+) -> None:
+    evaluation_file = _slow_evaluation_file(tmp_path, retries=1)
+    config = openevolve_config.load_config(str(EXAMPLE / "config.yaml"))
+    config.evaluator.cascade_evaluation = True
+    config.evaluator.timeout = 60
+    evaluator = openevolve_evaluator.Evaluator(config.evaluator, str(evaluation_file))
+    tests = (tmp_path / "task" / "tests").resolve()
+    # Once: the adapter scores it again, openevolve never sees it.
+    killer = _killing_warm_parents(tests, kills=1)
+    metrics = asyncio.run(evaluator.evaluate_program(SLOW, "once"))
+    killer.join()
+    assert metrics["combined_score"] == 1.0
+    # On every attempt: openevolve's cascade records the exception as an error (it does not
+    # retry a stage): an "error" metric and no combined_score, never a score of 0.0 from us.
+    killer = _killing_warm_parents(tests, kills=2)
+    metrics = asyncio.run(evaluator.evaluate_program(SLOW, "always"))
+    killer.join()
+    assert "combined_score" not in metrics
+    assert metrics["error"] == 0.0
+    found = evaluator.get_pending_artifacts("always") or {}
+    assert "scorewright: not scored, for a reason of ours" in str(found.get("stderr", ""))

@@ -1,4 +1,12 @@
-"""ShinkaEvolve files, on the bundled example task."""
+"""ShinkaEvolve: our evaluate.py run by the real shinka-evolve 0.0.7 package.
+
+Shinka evaluates a program by running ``evaluate.py --program_path P --results_dir D``
+through its ``JobScheduler`` and reading ``D/metrics.json`` and ``D/correct.json`` with its
+``load_results``; the tests below go through exactly that. (Shinka's ``run_shinka_eval``
+helper imports the program into the evaluating process and calls it: what scorewright exists
+to prevent, so our evaluate.py replaces it.) The scorewright CLI's ``shinka`` command and bad
+input are tested without Shinka.
+"""
 
 from __future__ import annotations
 
@@ -6,65 +14,168 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
 TASK = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+REFERENCE = (TASK / "reference" / "solution.py").read_text()
+
+EVALUATE = f"""
+from pytest_scorewright.shinka import shinka_main
+
+shinka_main(tests={str(TASK / "tests")!r}, heldout={str(TASK / "heldout")!r},
+            reference={str(TASK / "reference")!r})
+"""
+
+# An evaluate.py whose warm parent is killed while the program's runs are alive, KILLS times
+# (as the OOM killer would): an error of ours, not the program's.
+KILLING_EVALUATE = (
+    """
+import os, signal, sys, threading, time
+from pytest_scorewright.sandbox.plan import UID_BASE
+
+KILLS = int(sys.argv.pop(sys.argv.index("--kills") + 1)); sys.argv.remove("--kills")
 
 
-@pytest.mark.sandbox
-def test_scorewright_shinka_writes_metrics_and_correct(tmp_path: Path) -> None:
-    done = subprocess.run(
-        [
-            sys.executable, "-m", "pytest_scorewright.cli", "shinka",
-            "--program_path", str(TASK / "solution.py"),
-            "--results_dir", str(tmp_path),
-            "--tests", str(TASK / "tests"),
-            "--heldout", str(TASK / "heldout"),
-            "--reference", str(TASK / "reference"),
-        ],
-        capture_output=True, text=True, check=False,
-    )  # fmt: skip
-    assert done.returncode == 0, done.stderr
-    metrics = json.loads((tmp_path / "metrics.json").read_text())
-    correct = json.loads((tmp_path / "correct.json").read_text())
-    assert set(metrics) == {"combined_score", "public", "private", "text_feedback"}
+def sandboxes():
+    low = UID_BASE + (os.getpid() % 4096) * 256
+    found = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = open(f"/proc/{entry}/status").read()
+        except OSError:
+            continue
+        uid = next(line.split()[1] for line in status.splitlines() if line[:4] == "Uid:")
+        if low <= int(uid) < low + 256:
+            found.append(entry)
+    return found
+
+
+def children():
+    found = []
+    for task in os.listdir("/proc/self/task"):
+        found += open(f"/proc/self/task/{task}/children").read().split()
+    return [int(pid) for pid in found]
+
+
+def killer():
+    for _ in range(KILLS):
+        deadline = time.monotonic() + 60
+        seen = {}
+        # The program's runs, which sleep 4 s: sandboxes alive for a second (the
+        # reference's runs are over by then, unless the machine is very slow: then the kill
+        # lands on them, an error of ours too).
+        while time.monotonic() < deadline:
+            now = time.monotonic()
+            alive = sandboxes()
+            seen = {pid: seen.get(pid, now) for pid in alive}
+            if len(alive) >= 2 and now - min(seen.values()) > 1.0:
+                break
+            time.sleep(0.02)
+        for pid in children():  # the warm parent is this process's only child
+            os.kill(pid, signal.SIGKILL)
+        while sandboxes() and time.monotonic() < deadline:
+            time.sleep(0.02)
+
+
+threading.Thread(target=killer, daemon=True).start()
+"""
+    + EVALUATE
+)
+
+
+def _shinka(tmp_path: Path, program: str, evaluate: str = EVALUATE, **extra: Any) -> Any:
+    """Evaluate ``program`` as Shinka does: its JobScheduler runs evaluate.py, and its
+    load_results reads the files back."""
+    pytest.importorskip(
+        "shinka.launch", reason="shinka-evolve is not installed: pip install -e '.[dev,loops]'"
+    )
+    from shinka.launch import JobScheduler, LocalJobConfig
+
+    (tmp_path / "evaluate.py").write_text(evaluate)
+    path = tmp_path / "main.py"
+    path.write_text(program)
+    config = LocalJobConfig(
+        eval_program_path=str(tmp_path / "evaluate.py"),
+        python_executable=sys.executable,
+        extra_cmd_args=extra,
+    )
+    results, _ = JobScheduler("local", config).run(str(path), str(tmp_path / "results"))
+    return results
+
+
+def test_shinka_reads_the_score_and_keeps_held_out_figures_private(tmp_path: Path) -> None:
+    results = _shinka(tmp_path, (TASK / "solution.py").read_text())
+    metrics, correct = results["metrics"], results["correct"]
+    assert correct == {"correct": True, "error": None}
     assert metrics["combined_score"] == pytest.approx(8 / 9)
     assert metrics["public"]["visible_pass_rate"] == 1.0
     assert "heldout_pass_rate" not in metrics["public"]
     assert metrics["private"]["heldout_pass_rate"] == 0.5
-    assert "negative_count" not in metrics["text_feedback"]
+    # The LLM reads text_feedback: a held-out count, never a held-out test's name.
     assert "1/2 held-out tests passed" in metrics["text_feedback"]
-    assert correct == {"correct": True, "error": None}
-    assert (tmp_path / "scorewright.json").exists()
+    assert "negative_count" not in metrics["text_feedback"]
+    assert (tmp_path / "results" / "scorewright.json").exists()
 
 
-@pytest.mark.sandbox
-def test_an_evaluate_py_for_shinka_is_two_lines(tmp_path: Path) -> None:
-    evaluate = tmp_path / "evaluate.py"
-    evaluate.write_text(
-        "from pytest_scorewright.shinka import shinka_main\n"
-        f"shinka_main(tests={str(TASK / 'tests')!r}, reference={str(TASK / 'reference')!r})\n"
-    )
-    broken = tmp_path / "broken.py"
-    broken.write_text("import os\nos._exit(0)\n")
-    out = tmp_path / "results"
-    done = subprocess.run(
-        [sys.executable, str(evaluate), "--program_path", str(broken), "--results_dir", str(out)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    assert done.returncode == 0, done.stderr
-    assert json.loads((out / "metrics.json").read_text())["combined_score"] == 0.0
-    correct = json.loads((out / "correct.json").read_text())
-    assert correct["correct"] is False
-    # Imported in a process of its own (the default isolation here), the candidate that exits
+def test_a_program_that_exits_early_is_incorrect_and_scores_nothing(tmp_path: Path) -> None:
+    results = _shinka(tmp_path, "import os\nos._exit(0)\n")
+    assert results["metrics"]["combined_score"] == 0.0
+    assert results["correct"]["correct"] is False
+    # Imported in a process of its own (the default isolation here), the program that exits
     # at import fails the tests' import of it.
-    assert "could not be collected with the candidate" in correct["error"]
+    assert "could not be collected with the candidate" in results["correct"]["error"]
 
 
-@pytest.mark.sandbox
+# Slow in its first call, not at import: work at import time is evidence (import_time_work).
+SLOW = REFERENCE + (
+    "\nimport time\n_encode = encode\n_slept = []\n\n"
+    "def encode(text):\n"
+    "    if not _slept:\n"
+    "        _slept.append(time.sleep(4))\n"
+    "    return _encode(text)\n"
+)
+
+
+def test_a_run_that_fails_for_a_reason_of_ours_is_scored_again(tmp_path: Path) -> None:
+    results = _shinka(tmp_path, SLOW, KILLING_EVALUATE, kills=1)
+    assert results["correct"] == {"correct": True, "error": None}, results["stderr_log"]
+    assert results["metrics"]["combined_score"] == 1.0
+    assert "scorewright: retrying: " in results["stderr_log"]
+
+
+def test_a_run_that_keeps_failing_for_a_reason_of_ours_is_not_a_score(tmp_path: Path) -> None:
+    results = _shinka(tmp_path, SLOW, KILLING_EVALUATE, kills=2)
+    correct, metrics = results["correct"], results["metrics"]
+    assert correct["correct"] is False  # Shinka leaves incorrect programs out of its scores
+    assert correct["error"].startswith("not scored, for a reason of scorewright's")
+    assert "warm parent" in correct["error"]
+    assert metrics["private"] == {"scorewright_infrastructure": True}
+    assert "an error of the evaluator, not of the program" in metrics["text_feedback"]
+    assert "scorewright: error: not scored" in results["stderr_log"]
+
+
+def test_the_scorewright_shinka_command_exits_3_when_not_scored(tmp_path: Path) -> None:
+    (tmp_path / "evaluate.py").write_text(
+        KILLING_EVALUATE.replace(EVALUATE, "")
+        + "from pytest_scorewright.cli import main\nsys.exit(main())\n"
+    )
+    program = tmp_path / "main.py"
+    program.write_text(SLOW)
+    done = subprocess.run(
+        [sys.executable, str(tmp_path / "evaluate.py"), "--kills", "1", "shinka",
+         "--program_path", str(program), "--results_dir", str(tmp_path / "r"),
+         "--tests", str(TASK / "tests"), "--heldout", str(TASK / "heldout"),
+         "--reference", str(TASK / "reference"), "--retries", "0"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 3, done.stderr
+    assert json.loads((tmp_path / "r" / "correct.json").read_text())["correct"] is False
+
+
 def test_shinka_bad_input_still_writes_both_files_with_the_reason(tmp_path: Path) -> None:
     done = subprocess.run(
         [

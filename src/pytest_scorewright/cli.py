@@ -11,10 +11,10 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TextIO
 
 from pytest_scorewright._version import __version__
-from pytest_scorewright.errors import ConfigError, ScorewrightError
+from pytest_scorewright.errors import ConfigError, OutputPathError, ScorewrightError
 from pytest_scorewright.fitness import Fitness, config_from_pyproject, parse_pairs, with_fitness
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
 from pytest_scorewright.results.summary import summary_lines
@@ -35,6 +35,20 @@ def _cmd_show(args: argparse.Namespace) -> int:
         print(f"{path}:")
         for line in summary_lines(result, out=None):
             print(f"  {line}")
+    return 0
+
+
+def _cmd_export(args: argparse.Namespace) -> int:
+    from pytest_scorewright.results.ctrf import ctrf_json
+
+    if args.out:
+        check_writable(args.out)
+    text = ctrf_json(ScoreResult.read(args.result))
+    if args.out:
+        write_atomic(args.out, text)
+        print(f"scorewright: wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
@@ -82,36 +96,73 @@ def _cmd_score(args: argparse.Namespace) -> int:
 
 
 def _cmd_score_many(args: argparse.Namespace) -> int:
+    if args.out_dir is None and args.jsonl is None:
+        raise ConfigError("score-many needs --out-dir DIR, --jsonl FILE (or -), or both")
     _start_warm_parent()
     from pytest_scorewright.sandbox.workspace import require_candidate
 
-    out_dir = Path(args.out_dir)
+    out_dir = Path(args.out_dir) if args.out_dir is not None else None
     paths = [require_candidate(c, "candidate") for c in args.candidates]
     names = _result_names(paths)
-    check_writable(out_dir / names[0])
+    if out_dir is not None:
+        check_writable(out_dir / names[0])
+    stream = _open_stream(args.jsonl)
     fitness, meta = _fitness_from_args(args)
     progress = sys.stderr.isatty()
     started = time.monotonic()
     flagged = failed = ours = 0
-    with _evaluator_from_args(args) as evaluator:
-        for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
-            with_fitness(result, fitness, meta).write(out_dir / names[index])
-            flagged += result.integrity.flagged
-            failed += not result.ok
-            ours += result.infrastructure
-            if progress:
-                print(f"\r[{done}/{len(paths)}] {names[index]}".ljust(60), end="", file=sys.stderr)
+    try:
+        with _evaluator_from_args(args) as evaluator:
+            for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
+                judged = with_fitness(result, fitness, meta)
+                if stream is not None:
+                    _stream_line(stream, judged)
+                if out_dir is not None:
+                    judged.write(out_dir / names[index])
+                flagged += result.integrity.flagged
+                failed += not result.ok
+                ours += result.infrastructure
+                if progress:
+                    line = f"\r[{done}/{len(paths)}] {names[index]}".ljust(60)
+                    print(line, end="", file=sys.stderr)
+    finally:
+        if stream is not None and stream is not sys.stdout:
+            stream.close()
     if progress:
         print(file=sys.stderr)
     elapsed = time.monotonic() - started
+    where = [str(w) for w in (out_dir, args.jsonl if args.jsonl != "-" else None) if w]
     print(
         f"scorewright: scored {len(paths)} candidates in {elapsed:.1f}s "
         f"({len(paths) / elapsed:.2f}/s) with -j {args.jobs}; {failed} not ok, {flagged} flagged; "
         + (f"{ours} not scored for reasons of ours (retry them); " if ours else "")
-        + f"results in {out_dir}",
+        + (f"results in {' and '.join(where)}" if where else "results on stdout"),
         file=sys.stderr,
     )
     return 0
+
+
+def _open_stream(target: str | None) -> TextIO | None:
+    """The JSON Lines stream of ``--jsonl``: stdout for ``-``, else a file made empty now."""
+    if target is None:
+        return None
+    if target == "-":
+        return sys.stdout
+    path = check_writable(target)
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise OutputPathError(
+            f"cannot write the results to {target!r}: {exc.strerror}; "
+            "choose a path in a writable directory"
+        ) from None
+
+
+def _stream_line(stream: TextIO, result: ScoreResult) -> None:
+    # One result a line, flushed as it is written: a caller killed mid-batch keeps every
+    # line written before (the kernel holds what was flushed; a reader sees whole lines).
+    stream.write(json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False) + "\n")
+    stream.flush()
 
 
 def _result_names(paths: Sequence[Path]) -> list[str]:
@@ -279,7 +330,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("score-many", help="Score many candidates at once, one result file each")
     p.add_argument("candidates", nargs="+", metavar="CANDIDATE")
-    p.add_argument("--out-dir", required=True, metavar="DIR", help="One <candidate>.json each")
+    p.add_argument("--out-dir", metavar="DIR", help="One <candidate>.json each")
+    p.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        help="Write one ScoreResult a line as each candidate finishes (- for stdout)",
+    )
     p.add_argument("-j", "--jobs", type=_whole_number(1), default=2, help="Candidates at once")
     _add_evaluator_options(p)
     _add_fitness_options(p)
@@ -298,6 +354,17 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_shinka_arguments(p)
     p.set_defaults(func=run_shinka)
+
+    p = sub.add_parser("export", help="Write a ScoreResult in another report format")
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument(
+        "--ctrf",
+        action="store_true",
+        required=True,
+        help="As a CTRF JSON test report (the one format so far)",
+    )
+    p.add_argument("--out", metavar="FILE", help="Write the report here (default: stdout)")
+    p.set_defaults(func=_cmd_export)
 
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
     p.add_argument("results", nargs="+", metavar="RESULT.json")

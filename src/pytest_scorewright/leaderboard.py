@@ -1,7 +1,8 @@
 """Rank many ScoreResults by a fitness function: a terminal table and a self-contained page.
 
 Flagged candidates are marked, never dropped; a candidate whose fitness could not be computed
-ranks last with the error shown, never with an invented score.
+ranks last with the error shown, never with an invented score, and so does one that was not
+scored for a reason of ours or the machine's (``infrastructure``: score it again).
 """
 
 from __future__ import annotations
@@ -32,23 +33,33 @@ class Row:
     flagged: tuple[str, ...]
     rejected: bool
     ok: bool
+    #: Not scored, for a reason of ours or the machine's (its ``fitness_error`` says why).
+    infrastructure: bool = False
 
 
 def rank(results: Sequence[tuple[str, ScoreResult]], fitness: Fitness) -> list[Row]:
     """Best first: by fitness, then pass rate, then time; no fitness ranks last."""
     unsorted = []
     for label, result in results:
-        outcome = fitness.evaluate(result)
+        if result.infrastructure:
+            score: float | None = None
+            error: str | None = (
+                "not scored, for a reason of ours or the machine's (score it again): "
+                f"{result.error}"
+            )
+        else:
+            outcome = fitness.evaluate(result)
+            score, error = outcome.score, outcome.error
         unsorted.append(
             (
-                outcome.score is None,
-                -(outcome.score or 0.0),
+                score is None,
+                -(score or 0.0),
                 -(result.signal("pass_rate") or 0.0),
                 result.signal("duration_s") or 0.0,
                 label,
                 result,
-                outcome.score,
-                outcome.error,
+                score,
+                error,
             )
         )
     unsorted.sort(key=lambda r: r[:5])
@@ -67,6 +78,7 @@ def rank(results: Sequence[tuple[str, ScoreResult]], fitness: Fitness) -> list[R
             flagged=_flag_codes(result),
             rejected=result.integrity.rejected,
             ok=result.ok,
+            infrastructure=result.infrastructure,
         )
         for i, (_, _, _, _, label, result, score, error) in enumerate(unsorted, start=1)
     ]
@@ -110,7 +122,10 @@ def _flag_codes(result: ScoreResult) -> tuple[str, ...]:
 
 
 def _cells(row: Row) -> list[str]:
-    fitness = _num(row.fitness) if row.fitness is not None else "error"
+    if row.fitness is not None:
+        fitness = _num(row.fitness)
+    else:
+        fitness = "not scored" if row.infrastructure else "error"
     flag = "-"
     if row.flagged:
         flag = ("REJECTED " if row.rejected else "") + ", ".join(row.flagged[:3])
@@ -138,7 +153,13 @@ def table(rows: Sequence[Row]) -> str:
         for line in grid
     ]
     lines.insert(1, "  ".join("-" * w for w in widths))
-    errors = [f"{r.candidate}: fitness error: {r.fitness_error}" for r in rows if r.fitness_error]
+    errors = [
+        f"{r.candidate}: {r.fitness_error}"
+        if r.infrastructure
+        else f"{r.candidate}: fitness error: {r.fitness_error}"
+        for r in rows
+        if r.fitness_error
+    ]
     return "\n".join(lines + errors) + "\n"
 
 

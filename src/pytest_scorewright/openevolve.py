@@ -19,6 +19,10 @@ can never outrank a full evaluation that passes.
 Artifacts for the next prompt are prefixed ``scorewright_``: failing *visible* tests with
 short messages, and integrity reasons. Held-out tests appear only as counts, never by name,
 input or message, or evolution would learn the held-out set.
+
+A run that fails for a reason of ours (``infrastructure``) is scored again (``retries``);
+if it still fails, the entry point raises: OpenEvolve records the exception as a failed
+evaluation (and retries it outside cascade mode), never as a score.
 """
 
 from __future__ import annotations
@@ -30,7 +34,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scorewright.errors import ScorewrightError
+from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness, FitnessOutcome
 from pytest_scorewright.limits import Limits
@@ -136,8 +140,10 @@ class ScorewrightOpenEvolve:
         fitness: Fitness,
         stage1_fraction: float,
         meta: Mapping[str, str] | None = None,
+        retries: int = 1,
     ) -> None:
         self.evaluator = evaluator
+        self.retries = max(0, retries)
         self.fitness = fitness
         self.meta = dict(meta or {})
         visible = [nodeid for nodeid, _ in evaluator.expected_visible]
@@ -155,15 +161,7 @@ class ScorewrightOpenEvolve:
         return self._answer(program_path, quick=False)
 
     def _answer(self, program_path: str, *, quick: bool) -> Any:
-        try:
-            if quick:
-                result = self.evaluator.score(program_path, only=self.stage1_ids, heldout=False)
-            else:
-                result = self.evaluator.score(program_path)
-        except ScorewrightError as exc:
-            return _package(
-                {"combined_score": 0.0, PREFIX + "ok": 0.0}, {PREFIX + "error": str(exc)}
-            )
+        result = self._score(program_path, quick=quick)
         outcome = self.fitness.evaluate(result, self.meta)
         metrics = to_metrics(result, self.fitness, self.meta, outcome=outcome)
         if quick and "combined_score" in metrics:
@@ -171,6 +169,21 @@ class ScorewrightOpenEvolve:
         # OpenEvolve merges stage 2 over stage 1's dict: say which stage the numbers are from.
         metrics[PREFIX + "stage"] = 1.0 if quick else 2.0
         return _package(metrics, artifacts(result, outcome))
+
+    def _score(self, program_path: str, *, quick: bool) -> ScoreResult:
+        """The program's result, scored again while a run fails for a reason of ours; raises
+        when it still does (and for a bad setting): OpenEvolve records an exception as a
+        failed evaluation, and retries it outside cascade mode, never as a score of 0.0."""
+        for _ in range(1 + self.retries):
+            if quick:
+                result = self.evaluator.score(program_path, only=self.stage1_ids, heldout=False)
+            else:
+                result = self.evaluator.score(program_path)
+            if not result.infrastructure:
+                return result
+        raise InfrastructureError(
+            f"scorewright: not scored, for a reason of ours or the machine's: {result.error}"
+        )
 
 
 def _package(metrics: dict[str, float], found: dict[str, str]) -> Any:
@@ -195,6 +208,7 @@ def evaluator(
     stage1_fraction: float = 0.3,
     memory_mb: int = 2048,
     meta: Mapping[str, str] | None = None,
+    retries: int = 1,
 ) -> ScorewrightOpenEvolve:
     """The warm evaluator for this process: built once per configuration, reused by every
     re-import of the evaluation file and by every worker thread."""
@@ -214,6 +228,7 @@ def evaluator(
         stage1_fraction,
         memory_mb,
         tuple(sorted((meta or {}).items())),
+        retries,
         os.getpid(),  # a forked worker process builds its own
     )
     with _cache_lock:
@@ -229,5 +244,5 @@ def evaluator(
                 warn_only=warn_only,
                 support_files=support_files,
             )
-            _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta)
+            _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta, retries)
         return _cache[key]

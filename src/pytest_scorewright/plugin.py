@@ -14,6 +14,8 @@ from pytest_scorewright.pluginmode.settings import PluginSettings, add_options
 from pytest_scorewright.result import check_writable
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from pytest_scorewright.pluginmode.coverage_session import CoverageSession
 
 HELDOUT_MARKER = (
@@ -54,19 +56,25 @@ def pytest_configure(config: pytest.Config) -> None:
     if not settings.active:
         return
     is_worker = hasattr(config, "workerinput")
-    out = None
-    if settings.out is not None and not is_worker:
-        out = config.invocation_params.dir / settings.out
-        try:
-            check_writable(out)
-        except OutputPathError as exc:
-            raise pytest.UsageError(f"--scorewright-out: {exc}") from None
+    out = None if is_worker else _writable(config, settings.out, "--scorewright-out")
+    ctrf = None if is_worker else _writable(config, settings.ctrf, "--scorewright-ctrf")
     coverage = config.stash.get(_COVERAGE_KEY, None)
     if coverage is not None and _is_xdist_controller(config):
         coverage.discard()  # the workers measure; their data is merged at the end
-    collector = ScoreCollector(config, settings, out, coverage)
+    collector = ScoreCollector(config, settings, out, coverage, ctrf=ctrf)
     config.stash[_COLLECTOR_KEY] = collector
     config.pluginmanager.register(collector, "scorewright-collector")
+
+
+def _writable(config: pytest.Config, path: Path | None, option: str) -> Path | None:
+    if path is None:
+        return None
+    target = config.invocation_params.dir / path
+    try:
+        check_writable(target)
+    except OutputPathError as exc:
+        raise pytest.UsageError(f"{option}: {exc}") from None
+    return target
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -8,7 +8,13 @@ ShinkaEvolve runs ``evaluate.py --program_path P --results_dir D`` and reads
     shinka_main(tests="tests", heldout="heldout", reference="reference")
 
 (or ``scorewright shinka --program_path P --results_dir D --tests T ...``). Held-out figures go
-to ``private`` and never into ``text_feedback``, which the LLM reads.
+to ``private`` and never into ``text_feedback``, which the LLM reads. Shinka's own
+``run_shinka_eval`` imports the program into the evaluating process; this evaluate.py
+replaces it, and Shinka's JobScheduler runs it as any other.
+
+A run that fails for a reason of ours is scored again (``--retries``, default 1), since
+Shinka does not retry an evaluation; if it still fails, ``correct`` is false with an error
+that says so, ``private.scorewright_infrastructure`` is true, and the exit status is 3.
 """
 
 from __future__ import annotations
@@ -21,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scorewright.errors import ScorewrightError
+from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.limits import Limits
@@ -95,23 +101,31 @@ def add_shinka_arguments(
     policy.add_argument(
         "--fail-closed", action="store_true", default=defaults.get("fail_closed", False)
     )
+    parser.add_argument(
+        "--retries",
+        type=int,
+        default=defaults.get("retries", 1),
+        help="Score again this many times when a run fails for a reason of ours (default 1)",
+    )
+
+
+#: Exit status when the program could not be scored for a reason of ours or the machine's.
+EXIT_NOT_SCORED = 3
 
 
 def run_shinka(args: argparse.Namespace) -> int:
-    """Score and write Shinka's files; bad input still leaves both files, with the reason."""
+    """Score and write Shinka's files; bad input still leaves both files, with the reason.
+
+    Shinka has no retry of its own for an evaluation: a run that fails for a reason of ours
+    (``infrastructure``, or the Evaluator could not be built for one) is scored again, up to
+    ``--retries`` times, and if it still fails ``correct.json`` says so (``correct`` false, the
+    error naming it ours), so Shinka never takes it for the program's score; exit status 3."""
     try:
-        with Evaluator(
-            args.tests,
-            heldout=args.heldout,
-            reference=args.reference,
-            module=args.module,
-            limits=Limits(timeout_s=args.timeout),
-            warn_only=args.warn_only,
-            fail_closed=args.fail_closed,
-        ) as evaluator:
-            write_shinka(
-                args.results_dir, evaluator.score(args.program_path), Fitness(args.fitness)
-            )
+        result, error = _score(args)
+        if result is None or result.infrastructure:
+            _write_unscored(args.results_dir, result, error)
+            return EXIT_NOT_SCORED
+        write_shinka(args.results_dir, result, Fitness(args.fitness))
     except ScorewrightError as exc:
         out = Path(args.results_dir)
         write_atomic(out / "correct.json", json.dumps({"correct": False, "error": str(exc)}) + "\n")
@@ -120,3 +134,53 @@ def run_shinka(args: argparse.Namespace) -> int:
         print(f"scorewright: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _score(args: argparse.Namespace) -> tuple[ScoreResult | None, str]:
+    """The program's result, scored again while it fails for a reason of ours; the last such
+    result (None if no Evaluator could be built) and its error when retries run out."""
+    result: ScoreResult | None = None
+    error = ""
+    for attempt in range(1 + max(0, args.retries)):
+        if attempt:
+            print(f"scorewright: retrying: {error}", file=sys.stderr)
+        try:
+            # Built again each time: a run of the reference can fail for a reason of ours too.
+            with Evaluator(
+                args.tests,
+                heldout=args.heldout,
+                reference=args.reference,
+                module=args.module,
+                limits=Limits(timeout_s=args.timeout),
+                warn_only=args.warn_only,
+                fail_closed=args.fail_closed,
+            ) as evaluator:
+                result = evaluator.score(args.program_path)
+        except InfrastructureError as exc:
+            result, error = None, str(exc)
+            continue
+        if not result.infrastructure:
+            break
+        error = result.error or "unknown"
+    return result, error
+
+
+def _write_unscored(
+    results_dir: str | os.PathLike[str], result: ScoreResult | None, error: str
+) -> None:
+    error = f"not scored, for a reason of scorewright's or the machine's: {error}"
+    out = Path(results_dir)
+    write_atomic(out / "correct.json", json.dumps({"correct": False, "error": error}) + "\n")
+    metrics = {
+        # Shinka reads a missing combined_score as 0.0 too; correct=false keeps it out of the
+        # archive's scores, and the error and the flag below say it was not the program's.
+        "combined_score": 0.0,
+        "public": {},
+        "private": {"scorewright_infrastructure": True},
+        "text_feedback": "This program could not be evaluated (an error of the evaluator, "
+        "not of the program); it has no score.",
+    }
+    write_atomic(out / "metrics.json", json.dumps(metrics, indent=2) + "\n")
+    if result is not None:
+        result.write(out / "scorewright.json")
+    print(f"scorewright: error: {error}", file=sys.stderr)

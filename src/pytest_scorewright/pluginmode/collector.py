@@ -16,7 +16,8 @@ import pytest
 from pytest_scorewright._text import bound_message
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.settings import PluginSettings
-from pytest_scorewright.result import CollectionError, ScoreResult
+from pytest_scorewright.result import CollectionError, ScoreResult, write_atomic
+from pytest_scorewright.results.ctrf import ctrf_json
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.results.outcomes import OutcomeTracker
 from pytest_scorewright.results.phases import HELDOUT_ATTR, reduce_report
@@ -42,10 +43,13 @@ class ScoreCollector:
         settings: PluginSettings,
         out: Path | None,
         coverage: CoverageSession | None,
+        *,
+        ctrf: Path | None = None,
     ) -> None:
         self.config = config
         self.settings = settings
         self.out = out
+        self.ctrf = ctrf
         self.coverage = coverage
         self.is_worker = hasattr(config, "workerinput")
         self.tracker = OutcomeTracker()
@@ -147,12 +151,14 @@ class ScoreCollector:
             error=self._session_error(exitstatus),
         )
         self.config.hook.pytest_scorewright_result(result=self.result, config=self.config)
-        if self.out is not None:
-            try:
+        try:
+            if self.out is not None:
                 self.result.write(self.out)
-            except OutputPathError as exc:
-                self.write_error = str(exc)
-                session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+            if self.ctrf is not None:
+                write_atomic(self.ctrf, ctrf_json(self.result))
+        except OutputPathError as exc:
+            self.write_error = str(exc)
+            session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
 
     def _session_error(self, exitstatus: int) -> str | None:
         if self.internal_error is not None:
@@ -172,6 +178,8 @@ class ScoreCollector:
 
         for line in summary_lines(self.result, self.out, self.write_error):
             terminalreporter.write_line(line)
+        if self.ctrf is not None and self.write_error is None:
+            terminalreporter.write_line(f"scorewright: wrote CTRF report {self.ctrf}")
 
     def _workeroutput(self) -> dict[str, Any]:
         output: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]

@@ -14,10 +14,12 @@ from typing import Any
 import pytest
 
 OUT_DESC = "Write a ScoreResult JSON file to this path, atomically"
+CTRF_DESC = "Write a CTRF JSON test report to this path, atomically"
 COV_DESC = "Measure line coverage of this source, a package name or a path (repeatable)"
 COV_BRANCH_DESC = "Also measure branch coverage of the --scorewright-cov sources"
 
 OUT_ENV = "SCOREWRIGHT_OUT"
+CTRF_ENV = "SCOREWRIGHT_CTRF"
 COV_ENV = "SCOREWRIGHT_COV"
 COV_BRANCH_ENV = "SCOREWRIGHT_COV_BRANCH"
 
@@ -29,6 +31,9 @@ def add_options(parser: pytest.Parser) -> None:
     group = parser.getgroup("scorewright", "Scorewright: score the run as a fitness function")
     group.addoption(
         "--scorewright-out", dest="scorewright_out", metavar="PATH", default=None, help=OUT_DESC
+    )
+    group.addoption(
+        "--scorewright-ctrf", dest="scorewright_ctrf", metavar="PATH", default=None, help=CTRF_DESC
     )
     group.addoption(
         "--scorewright-cov",
@@ -46,6 +51,7 @@ def add_options(parser: pytest.Parser) -> None:
         help=COV_BRANCH_DESC,
     )
     parser.addini("scorewright_out", OUT_DESC, type="string", default="")
+    parser.addini("scorewright_ctrf", CTRF_DESC, type="string", default="")
     parser.addini("scorewright_cov", COV_DESC, type="linelist", default=[])
     parser.addini("scorewright_cov_branch", COV_BRANCH_DESC, type="bool", default=False)
 
@@ -53,12 +59,13 @@ def add_options(parser: pytest.Parser) -> None:
 @dataclass(frozen=True)
 class PluginSettings:
     out: Path | None
+    ctrf: Path | None
     cov_sources: tuple[str, ...]
     cov_branch: bool
 
     @property
     def active(self) -> bool:
-        return self.out is not None or bool(self.cov_sources)
+        return self.out is not None or self.ctrf is not None or bool(self.cov_sources)
 
     @classmethod
     def from_config(cls, config: pytest.Config, namespace: Any = None) -> PluginSettings:
@@ -66,22 +73,25 @@ class PluginSettings:
         filled ``config.option`` (in ``pytest_load_initial_conftests``)."""
         ns = namespace if namespace is not None else config.option
         return cls(
-            out=_out(getattr(ns, "scorewright_out", None), config),
+            out=_path(getattr(ns, "scorewright_out", None), config, "out", OUT_ENV, "fitness.json"),
+            ctrf=_path(
+                getattr(ns, "scorewright_ctrf", None), config, "ctrf", CTRF_ENV, "ctrf.json"
+            ),
             cov_sources=_cov(getattr(ns, "scorewright_cov", None), config),
             cov_branch=_branch(getattr(ns, "scorewright_cov_branch", None), config),
         )
 
 
-def _out(cli: str | None, config: pytest.Config) -> Path | None:
+def _path(cli: str | None, config: pytest.Config, name: str, env: str, example: str) -> Path | None:
     for source, value in (
-        ("--scorewright-out", cli),
-        (f"${OUT_ENV}", os.environ.get(OUT_ENV)),
-        ("ini scorewright_out", str(config.getini("scorewright_out")) or None),
+        (f"--scorewright-{name}", cli),
+        (f"${env}", os.environ.get(env)),
+        (f"ini scorewright_{name}", str(config.getini(f"scorewright_{name}")) or None),
     ):
         if value is None:
             continue
         if not value.strip():
-            raise pytest.UsageError(f"{source} is empty: give a file path such as fitness.json")
+            raise pytest.UsageError(f"{source} is empty: give a file path such as {example}")
         return Path(value)
     return None
 
