@@ -18,7 +18,7 @@ from pytest_scorewright.schema import schema
 pytest_plugins = ["pytester"]
 
 # Corpus tasks are data (candidates and their tests), run by test_integrity_corpus.py.
-collect_ignore = ["corpus"]
+collect_ignore = ["corpus", "isolation_task"]
 
 
 @dataclass
