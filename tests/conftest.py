@@ -111,3 +111,15 @@ def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
 def boot_clock() -> float:
     """Seconds since boot, the clock of /proc/<pid>/stat's start times."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
+def slow_in_first_call(source: str, function: str, seconds: float) -> str:
+    """``source`` with ``function`` sleeping ``seconds`` in its first call: slow while its
+    runs are alive, without working at import (which is evidence: import_time_work)."""
+    return source + (
+        f"\nimport time\n_slow_{function} = {function}\n_slept = []\n\n"
+        f"def {function}(*args, **kwargs):\n"
+        "    if not _slept:\n"
+        f"        _slept.append(time.sleep({seconds}))\n"
+        f"    return _slow_{function}(*args, **kwargs)\n"
+    )

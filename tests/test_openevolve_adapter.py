@@ -17,6 +17,7 @@ import pytest
 from pytest_scorewright.openevolve import artifacts, to_metrics
 from pytest_scorewright.result import Reason, ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
+from tests.conftest import slow_in_first_call
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
@@ -172,14 +173,7 @@ def test_a_tampered_result_scores_zero_and_says_why_without_listing_passes_as_fa
     assert "no test was credited" in found["scorewright_rejected"]
 
 
-# Slow in its first call, not at import: work at import time is evidence (import_time_work).
-SLOW = PROGRAMS["reference"] + (
-    "\nimport time\n_encode = encode\n_slept = []\n\n"
-    "def encode(text):\n"
-    "    if not _slept:\n"
-    "        _slept.append(time.sleep(3))\n"
-    "    return _encode(text)\n"
-)
+SLOW = slow_in_first_call(PROGRAMS["reference"], "encode", 3)
 
 
 def _killing_warm_parents(tests: Path, kills: int) -> threading.Thread:

@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import slow_in_first_call
+
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
 TASK = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
@@ -130,14 +132,7 @@ def test_a_program_that_exits_early_is_incorrect_and_scores_nothing(tmp_path: Pa
     assert "could not be collected with the candidate" in results["correct"]["error"]
 
 
-# Slow in its first call, not at import: work at import time is evidence (import_time_work).
-SLOW = REFERENCE + (
-    "\nimport time\n_encode = encode\n_slept = []\n\n"
-    "def encode(text):\n"
-    "    if not _slept:\n"
-    "        _slept.append(time.sleep(4))\n"
-    "    return _encode(text)\n"
-)
+SLOW = slow_in_first_call(REFERENCE, "encode", 4)
 
 
 def test_a_run_that_fails_for_a_reason_of_ours_is_scored_again(tmp_path: Path) -> None:

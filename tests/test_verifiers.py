@@ -25,13 +25,13 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.verifiers import INFRASTRUCTURE_PREFIX, Scorer, extract_code
-from tests.conftest import sandbox_processes
+from tests.conftest import sandbox_processes, slow_in_first_call
 
 TASK = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
 REFERENCE = (TASK / "reference" / "solution.py").read_text()
 PARTIAL = (TASK / "solution.py").read_text()  # every visible test, one held-out test of two
 # Sleeps in every run, so the warm parent can be killed while runs are alive.
-SLOW = "import time\ntime.sleep(4)\n" + REFERENCE
+SLOW = slow_in_first_call(REFERENCE, "encode", 4)
 
 
 def _vf() -> Any:
