@@ -33,7 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_scorewright.child import plaindata
-from pytest_scorewright.child.monitor import arm
+from pytest_scorewright.child.monitor import Monitor, arm
 from pytest_scorewright.child.rpc import Endpoint
 from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.wire import MonitorPaths
@@ -129,6 +129,7 @@ class CandidateServer:
         self.pending_findings: list[list[str]] = []
         self.output_size = 0
         self.warnings: list[Any] = []
+        self.monitor: Monitor | None = None
 
     # -- references both ways -------------------------------------------------------------
 
@@ -232,6 +233,10 @@ class CandidateServer:
     def _serve(self, op: str, request: dict[str, Any]) -> Any:
         if op == "import":
             return self.encode(importlib.import_module(str(request["module"])))
+        if op == "check":  # the end of a test: what the candidate replaced here, as evidence
+            if self.monitor is not None:
+                self.monitor.check_between_calls()
+            return None
         target = self.decode(request.get("target"))
         if op == "getattr":
             return self.encode(getattr(target, str(request["name"])))
@@ -397,8 +402,6 @@ def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = N
     original_reply = endpoint.reply
 
     def reply(message: dict[str, Any]) -> None:
-        if monitor is not None:
-            monitor.check_between_calls()
         server.flush_output()
         if server.warnings:
             message["warn"] = server.warnings
@@ -410,6 +413,7 @@ def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = N
     if watch is not None:
         monitor = arm(-1, watch.candidate_dir, watch.tests_dir, watch.writable)
         monitor._send = lambda _, message: server.found(message)
+        server.monitor = monitor
     # A crash here prints where the candidate was (the run's output keeps it), as pytest's
     # faulthandler does for a crash in the test process.
     faulthandler.enable(file=sys.__stderr__ or sys.stderr, all_threads=False)

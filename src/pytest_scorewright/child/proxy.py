@@ -127,6 +127,13 @@ class Session:
                 f"{test} compared the candidate's {theirs[:60]} object with a plain {ours[:40]}",
             )
 
+    def check(self) -> None:
+        """At a test's end: the candidate's process checks what it replaced there (if there is
+        one, and it is not gone)."""
+        if self.endpoint is not None and self.endpoint.closed is None:
+            with contextlib.suppress(Exception):
+                self.request("check")
+
     def _why_it_ended(self) -> None:
         """Ask the spawner how the candidate's process ended in the middle of a call: a crash
         (a signal: SIGSEGV, a limit) is an honest failure; an exit is os._exit or the like,

@@ -68,7 +68,9 @@ def run_pytest(
             # (child/proxy.py), which the spawner starts when the tests first import one.
             from pytest_scorewright.child.proxy import install
 
-            install(*proxy, report=monitor.finding if monitor is not None else None)
+            session = install(*proxy, report=monitor.finding if monitor is not None else None)
+            if monitor is not None:
+                monitor.before_answer = session.check
         reporter = ChildReporter(fd, monitor)
         if prepared is None:
             pytest.main(list(args), plugins=[reporter, *loaded])

@@ -46,6 +46,9 @@ PRELOAD = (
     "pytest_scorewright.plugin",
     "pytest_scorewright.child.runner",
     "pytest_scorewright.child.processes",
+    # Isolation by process: the test process's proxies and the candidate's process.
+    "pytest_scorewright.child.proxy",
+    "pytest_scorewright.child.candidate",
 )
 
 #: How long a stopped job has to end its run (kill, reap, sweep) before it is killed.
