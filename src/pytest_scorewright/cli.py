@@ -47,10 +47,17 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         heldout=args.heldout,
         reference=args.reference,
         module=args.module,
-        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory_mb, cpu_s=args.cpu_seconds),
+        limits=Limits(
+            timeout_s=args.timeout,
+            memory_mb=args.memory_mb,
+            cpu_s=args.cpu_seconds,
+            test_timeout_s=args.test_timeout,
+        ),
         network=args.allow_network,
         fail_closed=args.fail_closed,
         repeats=args.repeats,
+        plugins=["pytest_timeout", *(args.plugin or [])],
+        reference_baseline=args.reference_baseline,
     )
 
 
@@ -165,6 +172,25 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="Budget for the whole candidate, visible and held-out runs (default 45)",
     )
+    p.add_argument(
+        "--test-timeout",
+        type=_non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="Limit of one test (pytest-timeout); 0 for none (default: a quarter of "
+        "--timeout, at most 10)",
+    )
+    p.add_argument(
+        "--reference-baseline",
+        action="store_true",
+        help="Tests the reference fails are not applicable (instead of refusing the suite)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="A pytest plugin every run loads, e.g. anyio.pytest_plugin (repeatable)",
+    )
     p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
@@ -208,6 +234,16 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or a positive number")
     return value
 
 

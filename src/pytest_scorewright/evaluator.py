@@ -23,7 +23,8 @@ from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.reasons import Baseline
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.result import ScoreResult, TestRecord
+from pytest_scorewright.results.applicable import ReferenceOutcomes
 from pytest_scorewright.results.assemble import assemble
 from pytest_scorewright.sandbox import features
 from pytest_scorewright.sandbox.collect import STUB, expected_ids
@@ -56,8 +57,11 @@ class Evaluator:
       visible run never sees them); their pass rate is scored apart.
     - ``reference``: a trusted solution (a ``.py`` file or a directory). The expected test ids
       are collected with it, it must pass both suites, its timing is the baseline and its
-      anchored values the expectations. Without it, the suite is collected against a stand-in
+      anchored values the expectations. The tests it skips or xfails are not applicable: no
+      candidate is scored on them. Without it, the suite is collected against a stand-in
       module.
+    - ``reference_baseline``: tests the reference fails are not applicable either (instead of
+      refusing the suite); each result counts them (``reference_failures``).
     - ``module``: the name the tests import the candidate under (a ``.py`` candidate is copied
       in as ``<module>.py``).
     - ``limits``: :class:`~pytest_scorewright.limits.Limits` of every run (budget, CPU,
@@ -93,6 +97,7 @@ class Evaluator:
         support_files: Sequence[str | os.PathLike[str]] | None = None,
         warm: bool = True,
         preload: Sequence[str] = (),
+        reference_baseline: bool = False,
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with
         # an executor): plain, picklable values.
@@ -101,6 +106,7 @@ class Evaluator:
             "heldout": os.fspath(heldout) if heldout else None,
             "reference": os.fspath(reference) if reference else None,
             "module": module,
+            "reference_baseline": reference_baseline,
             "limits": dataclasses.asdict(limits or Limits()),
             "network": network,
             "fail_closed": fail_closed,
@@ -118,6 +124,9 @@ class Evaluator:
         self.tests = require_dir(tests, "tests directory")
         self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
         self.reference = require_candidate(reference, "reference") if reference else None
+        if reference_baseline and self.reference is None:
+            raise ConfigError("reference_baseline needs a reference; pass reference= as well")
+        self.reference_baseline = reference_baseline
         self.limits = limits or Limits()
         self.network = network
         self.fail_closed = fail_closed
@@ -146,6 +155,8 @@ class Evaluator:
         )
         self.expected_visible, self.expected_heldout = self._collect_suites()
         self.anchors: dict[str, dict[str, list[Anchor]]] = {}
+        #: Per suite: the tests the reference says do not apply (results/applicable.py).
+        self.applicability: dict[str, ReferenceOutcomes] = {}
         self.baseline = self._measure_reference() if self.reference is not None else None
 
     # -- public ------------------------------------------------------------------------------
@@ -173,6 +184,10 @@ class Evaluator:
         select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
         suites = self._suites(expected_visible, select, with_heldout=heldout)
         judged, copied, visible_s = self._run_suites(path, suites)
+        for suite, (verdict, _) in zip(suites, judged, strict=True):
+            applicability = self.applicability.get(suite.name)
+            if applicability is not None:
+                verdict.records = applicability.apply(verdict.records)
         runs = [(suite.name, run) for suite, run in zip(suites, judged, strict=True)]
         repeats = [judged[0][0].timing.tests_s]
         for _ in range(self.repeats):
@@ -187,6 +202,11 @@ class Evaluator:
             fail_closed=self.fail_closed,
             limits=self.limits,
             network=self.network,
+            reference_failures=(
+                sum(a.baseline_failures for a in self.applicability.values())
+                if self.reference_baseline
+                else None
+            ),
             pytest_config=self._planner.pytest_config_record(
                 judged[0][1].isolation.get("pytest_config"), self.tests
             ),
@@ -301,8 +321,9 @@ class Evaluator:
         )
 
     def _measure_reference(self) -> Baseline:
-        """Run the reference on both suites: it must pass them; its timing is the baseline and
-        its anchored values the expectations."""
+        """Run the reference on both suites: it must pass the tests it does not skip or xfail
+        (or, as a baseline, those tests are not applicable either); its timing is the
+        baseline and its anchored values the expectations."""
         reference = self.reference
         if reference is None:  # pragma: no cover - only called with a reference
             return Baseline(collected_s=None)
@@ -312,19 +333,23 @@ class Evaluator:
         judged, _, _ = self._run_suites(reference, suites, share=self.limits.timeout_s)
         for suite, (verdict, _) in zip(suites, judged, strict=True):
             name = suite.name
-            failing = [r.nodeid for r in verdict.records if not r.passed]
+            applicability = ReferenceOutcomes.of(verdict.records, baseline=self.reference_baseline)
+            failing = applicability.failing
             odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
             if verdict.error or failing or odd:
                 problem = verdict.error or (
-                    f"{len(failing)} test(s) fail, first {failing[0]}"
+                    _reference_failure(failing)
                     if failing
                     else f"it anchors a {odd[0]}, not a plain value"
                 )
+                fix = "fix the reference or the tests"
+                if failing:
+                    fix += ", or score against it as a baseline (--reference-baseline)"
                 raise ConfigError(
-                    f"the reference does not pass its own {name} tests ({problem}); fix the "
-                    "reference or the tests"
+                    f"the reference does not pass its own {name} tests ({problem}); {fix}"
                 )
             self.anchors[name] = verdict.anchors
+            self.applicability[name] = applicability
             if name == "visible":
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
         return baseline
@@ -384,6 +409,16 @@ class Evaluator:
         except BaseException:
             workspace.remove()
             raise
+
+
+def _reference_failure(failing: Sequence[TestRecord]) -> str:
+    first = failing[0]
+    text = f"{len(failing)} test(s) fail, first {first.nodeid}: {first.outcome}"
+    if first.message:
+        text += f": {first.message.splitlines()[0][:200]}"
+    if first.outcome == "timeout":
+        text += "; a slow test needs a longer --test-timeout"
+    return text
 
 
 @dataclasses.dataclass(frozen=True)

@@ -81,7 +81,7 @@ def _put(metrics: dict[str, float], key: str, value: float) -> None:
 def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dict[str, str]:
     """Text for the LLM's next prompt. Never a held-out test's name, input or message."""
     found: dict[str, str] = {}
-    failing = [t for t in result.tests if not t.heldout and not t.passed]
+    failing = [t for t in result.tests if not t.heldout and t.applicable and not t.passed]
     if failing:
         lines = [
             f"{t.nodeid} [{t.outcome}]: {(t.message or '').splitlines()[0][:_MESSAGE_CHARS]}"
@@ -93,9 +93,10 @@ def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dic
             lines.append(f"... and {len(failing) - _MAX_LISTED} more")
         found[PREFIX + "failing_tests"] = "\n".join(lines)
     heldout = [t for t in result.tests if t.heldout]
-    if heldout:
-        passed = sum(t.passed for t in heldout)
-        found[PREFIX + "heldout"] = f"{passed}/{len(heldout)} held-out tests passed"
+    counted = [t for t in heldout if t.applicable]
+    if counted:
+        passed = sum(t.passed for t in counted)
+        found[PREFIX + "heldout"] = f"{passed}/{len(counted)} held-out tests passed"
     if result.integrity.reasons:
         found[PREFIX + "integrity"] = "\n".join(
             f"{r.code}: {_without_heldout(r.detail, heldout)}" for r in result.integrity.reasons

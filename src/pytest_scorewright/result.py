@@ -29,12 +29,23 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 # Format history (bump on any change a reader could trip on):
 # 1: first version: ok/error, signals, tests, integrity, limits, environment, collection_errors.
 # 2: `infrastructure` (an error that is ours or the machine's, not the candidate's).
+#    + tests[].outcome not_applicable: a test the reference skips or xfails (or fails, baseline)
+#    + tests[].reference_outcome: the reference's own outcome of a not_applicable test
+#    + limits.test_timeout_s: the per-test limit in force (pytest-timeout), 0 for none
 SCHEMA_VERSION = 2
 #: Versions this code reads (fields a version lacks take their defaults).
 READABLE_VERSIONS = (1, 2)
 
 Outcome = Literal[
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "timeout", "not_run"
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "timeout",
+    "not_run",
+    "not_applicable",
 ]
 OUTCOMES: tuple[Outcome, ...] = (
     "passed",
@@ -45,6 +56,7 @@ OUTCOMES: tuple[Outcome, ...] = (
     "xpassed",
     "timeout",
     "not_run",
+    "not_applicable",
 )
 Phase = Literal["collect", "setup", "call", "teardown"]
 PHASES: tuple[Phase, ...] = ("collect", "setup", "call", "teardown")
@@ -90,10 +102,18 @@ class TestRecord:
     message: str | None = None
     #: Counts of subtest outcomes by kind, when the test had subtests.
     subtests: Mapping[str, int] | None = None
+    #: For a ``not_applicable`` test: what the reference's run of it was (results/applicable.py).
+    reference_outcome: Outcome | None = None
 
     @property
     def passed(self) -> bool:
         return self.outcome == "passed"
+
+    @property
+    def applicable(self) -> bool:
+        """False for a test the reference skips or xfails (or fails, as a baseline): it is
+        in no pass-rate denominator."""
+        return self.outcome != "not_applicable"
 
 
 @dataclass(frozen=True)
@@ -275,6 +295,8 @@ def _test_to_dict(t: TestRecord) -> dict[str, Any]:
     }
     if t.subtests is not None:
         d["subtests"] = dict(t.subtests)
+    if t.reference_outcome is not None:
+        d["reference_outcome"] = t.reference_outcome
     return d
 
 
@@ -332,6 +354,11 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
             duration_s=None if t["duration_s"] is None else _number(t["duration_s"], "duration_s"),
             message=_expect(t.get("message"), (str, type(None)), "message"),
             subtests=_expect(t.get("subtests"), (dict, type(None)), "subtests"),
+            reference_outcome=(
+                cast(Outcome, _choice(t["reference_outcome"], OUTCOMES, "reference_outcome"))
+                if t.get("reference_outcome") is not None
+                else None
+            ),
         )
         for t in _expect(d["tests"], list, "tests")
     )

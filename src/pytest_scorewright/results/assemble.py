@@ -31,9 +31,11 @@ def assemble(
     limits: Limits,
     network: bool,
     pytest_config: str,
+    reference_failures: int | None = None,
 ) -> ScoreResult:
     """The ScoreResult of one candidate: records of every run, integrity reasons from every
-    source, signals, and what the sandbox was (``limits``)."""
+    source, signals, and what the sandbox was (``limits``). ``reference_failures``: with the
+    reference as a baseline, how many tests it fails (not applicable to any candidate)."""
     records = [r for _, (verdict, _) in runs for r in verdict.records]
     errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
     repeat_found, repeat_figures = repeat_reasons(repeat_times)
@@ -50,6 +52,8 @@ def assemble(
     extra_signals = [Signal(k, v, "ratio", False) for k, v in repeat_figures.items()]
     if all(c is not None for c in cpu):
         extra_signals.append(Signal("cpu_s", round(sum(c or 0.0 for c in cpu), 6), "s", False))
+    if reference_failures is not None:
+        extra_signals.append(Signal("reference_failures", float(reference_failures), "count", None))
     return build_result(
         records,
         mode="evaluator",

@@ -145,6 +145,7 @@ class RunPlanner:
             # --tb=line: the records keep only the crash message, which every style has;
             # rendering source for each failure cost ~8 ms per failing test.
             *("-q", "--color=no", "--tb=line"),
+            *timeout_args(s.limits),
             *extra_args,
         ]
         env = {**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **s.env}
@@ -172,7 +173,7 @@ class RunPlanner:
             stage_dir=str(workspace.root / ".stage"),
             use_namespaces=s.use_namespaces,
             watch=MonitorPaths(str(ws.candidate), str(ws.tests), (str(ws.home),)),
-            plugins=("pytest_scorewright.plugin", *s.plugins),
+            plugins=run_plugins(s.plugins),
             bind_root=str(workspace.root) if self.fixed_root is not None else "",
             fixed_root=str(self.fixed_root or ""),
             early_conftests=bool(self._early.get(tests)),
@@ -231,6 +232,21 @@ class RunPlanner:
         if not self.settings.features.root or not self.settings.use_namespaces:
             return None
         return UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
+
+
+def timeout_args(limits: Limits) -> tuple[str, ...]:
+    """pytest-timeout's options for the per-test limit. The signal method: its SIGALRM
+    handler fails the test and the run goes on (the thread method would end the whole run
+    with ``os._exit``); a test stuck in C code that never returns to the interpreter is
+    bounded by the run's deadline instead."""
+    seconds = limits.test_seconds
+    return (f"--timeout={seconds:g}", "--timeout-method=signal") if seconds > 0 else ()
+
+
+def run_plugins(plugins: Iterable[str]) -> tuple[str, ...]:
+    """Our reporter, pytest-timeout (the per-test limit needs it), then the caller's."""
+    ordered = ["pytest_scorewright.plugin", "pytest_timeout", *plugins]
+    return tuple(dict.fromkeys(ordered))
 
 
 def masks_for(paths: Iterable[str]) -> list[Mask]:
