@@ -57,8 +57,19 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         fail_closed=args.fail_closed,
         repeats=args.repeats,
         plugins=["pytest_timeout", *(args.plugin or [])],
+        ini=_ini_options(args.ini or []),
         reference_baseline=args.reference_baseline,
     )
+
+
+def _ini_options(pairs: Sequence[str]) -> dict[str, str]:
+    """``--ini KEY=VALUE`` options; a key given again adds a line (a linelist option such as
+    ``filterwarnings``)."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        for key, value in parse_pairs([pair], "--ini").items():
+            options[key] = f"{options[key]}\n{value}" if key in options else str(value)
+    return options
 
 
 def _start_warm_parent() -> None:
@@ -190,6 +201,13 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
         action="append",
         metavar="MODULE",
         help="A pytest plugin every run loads, e.g. anyio.pytest_plugin (repeatable)",
+    )
+    p.add_argument(
+        "--ini",
+        action="append",
+        metavar="KEY=VALUE",
+        help="A pytest ini option of the suite, e.g. asyncio_mode=auto (repeatable; a key "
+        "given again adds a line)",
     )
     p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")

@@ -69,7 +69,11 @@ class Evaluator:
     - ``network``: allow the network (by default a run has a loopback of its own).
     - ``fail_closed``: mark flagged results rejected.
     - ``env``: extra environment variables for every run (the rest is an allow-list).
-    - ``plugins``: pytest plugins (module names) every run loads.
+    - ``plugins``: pytest plugins (module names) every run loads (pytest-timeout always is:
+      it enforces ``limits.test_timeout_s``). Plugins are not autoloaded in a run: name
+      those the suite needs (``pytest_asyncio.plugin``, ``anyio.pytest_plugin``, ...).
+    - ``ini``: the suite's own pytest ini options (``{"asyncio_mode": "auto"}``); no ini file
+      of the suite or the candidate is read. A multi-line value is a list.
     - ``workdir``: where run directories are made (default: the system temp dir).
     - ``namespaces``: ``False`` skips Linux namespaces even where they work (the degraded mode
       of docs/sandbox.md, for hosts that forbid them).
@@ -98,6 +102,7 @@ class Evaluator:
         warm: bool = True,
         preload: Sequence[str] = (),
         reference_baseline: bool = False,
+        ini: Mapping[str, str] | None = None,
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with
         # an executor): plain, picklable values.
@@ -107,6 +112,7 @@ class Evaluator:
             "reference": os.fspath(reference) if reference else None,
             "module": module,
             "reference_baseline": reference_baseline,
+            "ini": dict(ini or {}),
             "limits": dataclasses.asdict(limits or Limits()),
             "network": network,
             "fail_closed": fail_closed,
@@ -118,6 +124,9 @@ class Evaluator:
         }
         if not module.isidentifier():
             raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
+        for key in ini or {}:
+            if not key.replace("_", "").replace("-", "").isalnum():
+                raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
         self.module = module
@@ -148,6 +157,7 @@ class Evaluator:
                 support=tuple(require_support(p) for p in support_files or ()),
                 use_namespaces=self.use_namespaces,
                 features=self.features,
+                ini=dict(ini or {}),
             ),
             suites=suites,
             trusted=[*suites, *([self.reference] if self.reference else [])],

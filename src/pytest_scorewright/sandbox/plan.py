@@ -46,7 +46,6 @@ BASE_ENV = {
 }
 
 _INI = "scorewright.ini"
-_INI_TEXT = "[pytest]\n"  # ours, so that no ini file of the suite or candidate is read
 
 #: Sandbox uids: a block of 256 per calling process, one uid per run.
 UID_BASE = 1_000_000
@@ -66,6 +65,17 @@ class RunSettings:
     support: tuple[Path, ...]
     use_namespaces: bool
     features: Features
+    #: The suite's own pytest ini options (``asyncio_mode``, ``filterwarnings``...): written
+    #: into our ini file, since no ini file of the suite or candidate is read.
+    ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ini_text(self) -> str:
+        lines = ["[pytest]"]
+        for key, value in self.ini.items():
+            # Continuation lines are indented, as in any ini file (a linelist's entries).
+            lines.append(f"{key} = " + "\n    ".join(value.splitlines()))
+        return "\n".join(lines) + "\n"
 
 
 class RunPlanner:
@@ -109,7 +119,7 @@ class RunPlanner:
         workspace = Workspace.create(candidate, s.module, tests, base=s.workdir, support=s.support)
         try:
             lay_down(self._rewritten.get(tests, {}), workspace.tests)
-            (workspace.root / _INI).write_text(_INI_TEXT, encoding="utf-8")
+            (workspace.root / _INI).write_text(s.ini_text, encoding="utf-8")
             uid = self._sandbox_uid()
             if uid is not None:
                 _hand_over(workspace, uid)
@@ -148,7 +158,18 @@ class RunPlanner:
             *timeout_args(s.limits),
             *extra_args,
         ]
-        env = {**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **s.env}
+        paths = [
+            str(ws.root / p.relative_to(workspace.root)) for p in workspace.import_paths(s.module)
+        ]
+        # A test's own subprocess (``python -m mylib``) imports the candidate as an installed
+        # package would be found: through PYTHONPATH (the run itself is forked, not started).
+        env = {
+            **BASE_ENV,
+            "HOME": str(ws.home),
+            "TMPDIR": str(ws.home),
+            "PYTHONPATH": os.pathsep.join(paths),
+            **s.env,
+        }
         # /dev/shm is writable only where it is the run's own tmpfs (namespaces).
         shm = ("/dev/shm",) if s.use_namespaces else ()  # noqa: S108 - a private tmpfs per run
         policy = Policy(
@@ -167,7 +188,7 @@ class RunPlanner:
                 landlock_abi=s.features.landlock_abi,
             ),
             pytest_args=tuple(args),
-            extra_path=(str(ws.candidate),),
+            extra_path=tuple(paths),
             isolate_network=not s.network,
             masks=self._masks if uid is not None else (),
             stage_dir=str(workspace.root / ".stage"),
@@ -221,7 +242,7 @@ class RunPlanner:
             return None, f"{at_parse[0]}, which pytest needs while it parses"
         root = Path(tempfile.mkdtemp(prefix="scorewright-fixed-", dir=s.workdir))
         os.chmod(root, 0o755)  # noqa: S103 - a mount point; the run's own dir covers it
-        (root / _INI).write_text(_INI_TEXT, encoding="utf-8")  # read by the warm parent
+        (root / _INI).write_text(s.ini_text, encoding="utf-8")  # read by the warm parent
         self._remove_fixed_root = weakref.finalize(self, shutil.rmtree, root, True)
         return root, "the warm parent could not parse it"
 
