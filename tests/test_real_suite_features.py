@@ -1,5 +1,5 @@
 """What real projects' suites use, each scored through the evaluator: unittest TestCases and
-subTest, Hypothesis, async tests (pytest-asyncio), data files next to the tests, conftest
+subTest, Hypothesis, async tests (anyio), data files next to the tests, conftest
 fixtures and declared plugins, packages and src layouts as candidates, tmp_path,
 subprocesses and multiprocessing. Each suite passes with its reference and catches a bug."""
 
@@ -163,22 +163,34 @@ ASYNC_SUITE = {
     import pytest
 
     @pytest.fixture
+    def anyio_backend():
+        return "asyncio"
+
+    @pytest.fixture
     async def numbers():
-        import asyncio
-        await asyncio.sleep(0)
+        import anyio
+        await anyio.sleep(0)
         return [1, 2, 3, 4]
     """,
     "test_async.py": """
-    import asyncio
+    import anyio
+    import pytest
     from stats import mean
 
+    pytestmark = pytest.mark.anyio
+
     async def test_mean_after_await(numbers):
-        await asyncio.sleep(0.01)
+        await anyio.sleep(0.01)
         assert mean(numbers) == 2.5
 
-    async def test_mean_in_tasks():
-        results = await asyncio.gather(*(asyncio.to_thread(mean, [i, i + 1]) for i in range(3)))
-        assert results == [0.5, 1.5, 2.5]
+    async def test_mean_in_worker_threads():
+        results = []
+        async with anyio.create_task_group() as group:
+            for i in range(3):
+                async def one(i=i):
+                    results.append(await anyio.to_thread.run_sync(mean, [i, i + 1]))
+                group.start_soon(one)
+        assert sorted(results) == [0.5, 1.5, 2.5]
 
     def test_sync_still_works():
         assert mean([2]) == 2
@@ -187,22 +199,17 @@ ASYNC_SUITE = {
 
 
 @pytest.mark.parametrize(
-    "how",
-    [
-        {"plugins": ["pytest_asyncio.plugin"], "ini": {"asyncio_mode": "auto"}},
-        # The suite declares the plugin itself, and its ini option comes from the caller.
-        {"ini": {"asyncio_mode": "auto"}, "declared": True},
-    ],
-    ids=["plugin-given", "plugin-declared-by-conftest"],
+    "declared", [False, True], ids=["plugin-given", "plugin-declared-by-conftest"]
 )
-def test_async_tests_and_fixtures_through_pytest_asyncio(
-    tmp_path: Path, how: dict[str, Any]
-) -> None:
+def test_async_tests_and_fixtures_through_anyio(tmp_path: Path, declared: bool) -> None:
+    # Plugins are not autoloaded in a run: the caller names them, or the suite declares them.
     suite = dict(ASYNC_SUITE)
-    if how.pop("declared", False):
-        suite["conftest.py"] = 'pytest_plugins = ["pytest_asyncio.plugin"]\n' + textwrap.dedent(
+    how: dict[str, Any] = {"plugins": ["anyio.pytest_plugin"]}
+    if declared:
+        suite["conftest.py"] = 'pytest_plugins = ["anyio.pytest_plugin"]\n' + textwrap.dedent(
             suite["conftest.py"]
         )
+        how = {}
     tests = _files(tmp_path / "tests", suite)
     reference = _module(tmp_path, "ref", RIGHT)
     results = _score(
@@ -212,9 +219,46 @@ def test_async_tests_and_fixtures_through_pytest_asyncio(
     assert set(_outcomes(results["right"]).values()) == {"passed"}
     assert _outcomes(results["wrong"]) == {
         "test_mean_after_await": "failed",
-        "test_mean_in_tasks": "failed",
+        "test_mean_in_worker_threads": "failed",
         "test_sync_still_works": "passed",
     }
+
+
+def test_the_suites_own_ini_options_apply(tmp_path: Path) -> None:
+    tests = _files(
+        tmp_path / "tests",
+        {
+            "test_ini.py": """
+            import warnings
+            import pytest
+            from stats import mean
+
+            def test_mean():
+                assert mean([1, 2]) == 1.5
+
+            def test_warning_is_an_error():
+                mean([1])
+                warnings.warn("deprecated thing", DeprecationWarning)
+
+            @pytest.mark.xfail(reason="was broken")
+            def test_fixed_since():
+                assert mean([2, 2]) == 2
+            """
+        },
+    )
+    reference = _module(tmp_path, "ref", RIGHT)
+    ini = {"filterwarnings": "error\nignore:other:UserWarning", "xfail_strict": "true"}
+    with Evaluator(tests, reference=reference, ini=ini, reference_baseline=True) as ev:
+        result = ev.score(reference)
+    records = {t.nodeid.split("::")[-1]: t for t in result.tests}
+    assert records["test_mean"].outcome == "passed"
+    # Without the suite's ini these would be a pass and an xpass.
+    assert records["test_warning_is_an_error"].reference_outcome == "failed"
+    assert "DeprecationWarning: deprecated thing" in (
+        records["test_warning_is_an_error"].message or ""
+    )
+    assert records["test_fixed_since"].reference_outcome == "failed"
+    assert "[XPASS(strict)]" in (records["test_fixed_since"].message or "")
 
 
 def test_data_files_next_to_the_tests_and_declared_fixture_plugins(tmp_path: Path) -> None:
@@ -406,3 +450,48 @@ def test_tmp_path_subprocesses_and_multiprocessing(tmp_path: Path) -> None:
         "test_a_fork_pool": "failed",
         "test_a_spawn_process_pool": "failed",
     }
+
+
+def test_the_candidates_package_wins_over_a_copy_installed_in_the_environment(
+    tmp_path: Path,
+) -> None:
+    # iniconfig is installed wherever pytest is, and pytest has imported it before any test.
+    tests = _files(
+        tmp_path / "tests",
+        {
+            "test_installed.py": """
+            import iniconfig
+            from iniconfig.extra import answer
+
+            def test_the_candidates_own_code():
+                assert answer() == 42
+                assert not hasattr(iniconfig, "IniConfig")  # not the installed package
+            """
+        },
+    )
+
+    def candidate(name: str, value: int) -> Path:
+        return _files(
+            tmp_path / name,
+            {
+                "iniconfig/__init__.py": "",
+                "iniconfig/extra.py": f"def answer():\n    return {value}\n",
+            },
+        )
+
+    reference = candidate("ref", 42)
+    missing = tmp_path / "missing"
+    (missing / "other").mkdir(parents=True)
+    (missing / "other" / "__init__.py").write_text("")
+    with Evaluator(tests, reference=reference, module="iniconfig") as ev:
+        right, wrong, absent = (
+            ev.score(reference),
+            ev.score(candidate("bad", 41)),
+            ev.score(missing),
+        )
+    assert right.ok, right.error
+    assert right.signal("pass_rate") == 1.0
+    assert wrong.signal("pass_rate") == 0.0
+    # A candidate without the package does not get the installed one: it fails to import.
+    assert not absent.ok
+    assert "No module named 'iniconfig' in the candidate" in (absent.error or "")

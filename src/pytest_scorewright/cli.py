@@ -46,12 +46,13 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         args.tests,
         heldout=args.heldout,
         reference=args.reference,
-        module=args.module,
+        module=args.module or "solution",
         limits=Limits(
             timeout_s=args.timeout,
             memory_mb=args.memory_mb,
             cpu_s=args.cpu_seconds,
             test_timeout_s=args.test_timeout,
+            processes=args.processes,
         ),
         network=args.allow_network,
         fail_closed=args.fail_closed,
@@ -175,7 +176,13 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", required=True, metavar="DIR", help="Trusted visible tests")
     p.add_argument("--heldout", metavar="DIR", help="Trusted held-out tests")
     p.add_argument("--reference", metavar="PATH", help="Trusted reference solution")
-    p.add_argument("--module", default="solution", help="Module name the tests import")
+    p.add_argument(
+        "--module",
+        action="append",
+        metavar="NAME",
+        help="Module name the tests import (default solution); repeat it for a project with "
+        "several top-level packages",
+    )
     p.add_argument(
         "--timeout",
         type=_positive_float,
@@ -210,6 +217,13 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
         "given again adds a line)",
     )
     p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
+    p.add_argument(
+        "--processes",
+        type=_whole_number(1),
+        default=64,
+        metavar="N",
+        help="Processes and threads of a run (RLIMIT_NPROC; default 64)",
+    )
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
     p.add_argument("--fail-closed", action="store_true", help="Mark flagged results as rejected")

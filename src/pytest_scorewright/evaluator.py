@@ -63,7 +63,9 @@ class Evaluator:
     - ``reference_baseline``: tests the reference fails are not applicable either (instead of
       refusing the suite); each result counts them (``reference_failures``).
     - ``module``: the name the tests import the candidate under (a ``.py`` candidate is copied
-      in as ``<module>.py``).
+      in as ``<module>.py``, a package directory as ``<module>/``), or several names (a
+      project with more than one top-level package, the first one the main). These modules
+      are imported from the candidate only, even where a copy is installed.
     - ``limits``: :class:`~pytest_scorewright.limits.Limits` of every run (budget, CPU,
       memory, files, processes, output).
     - ``network``: allow the network (by default a run has a loopback of its own).
@@ -89,7 +91,7 @@ class Evaluator:
         tests: str | os.PathLike[str],
         heldout: str | os.PathLike[str] | None = None,
         reference: str | os.PathLike[str] | None = None,
-        module: str = "solution",
+        module: str | Sequence[str] = "solution",
         limits: Limits | None = None,
         network: bool = False,
         fail_closed: bool = False,
@@ -110,7 +112,7 @@ class Evaluator:
             "tests": os.fspath(tests),
             "heldout": os.fspath(heldout) if heldout else None,
             "reference": os.fspath(reference) if reference else None,
-            "module": module,
+            "module": module if isinstance(module, str) else list(module),
             "reference_baseline": reference_baseline,
             "ini": dict(ini or {}),
             "limits": dataclasses.asdict(limits or Limits()),
@@ -122,8 +124,11 @@ class Evaluator:
             "support_files": [os.fspath(p) for p in support_files or ()],
             "preload": list(preload),
         }
-        if not module.isidentifier():
-            raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
+        modules = (module,) if isinstance(module, str) else tuple(module)
+        for name in modules or ("",):
+            if not name.isidentifier():
+                raise ConfigError(f"module {name!r} is not a Python module name; use e.g. solution")
+        module = modules[0]
         for key in ini or {}:
             if not key.replace("_", "").replace("-", "").isalnum():
                 raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
@@ -149,6 +154,7 @@ class Evaluator:
         self._planner = RunPlanner(
             RunSettings(
                 module=module,
+                modules=modules,
                 limits=self.limits,
                 network=network,
                 env=dict(env or {}),
@@ -428,6 +434,8 @@ def _reference_failure(failing: Sequence[TestRecord]) -> str:
         text += f": {first.message.splitlines()[0][:200]}"
     if first.outcome == "timeout":
         text += "; a slow test needs a longer --test-timeout"
+    elif "can't start new thread" in (first.message or ""):
+        text += "; a test that starts many threads needs a higher --processes"
     return text
 
 

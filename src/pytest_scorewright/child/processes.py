@@ -136,6 +136,7 @@ def _worker_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) ->
         spec.plugins,
         prepared,
         early_conftests=spec.early_conftests,
+        candidate_modules=spec.candidate_modules,
     )
 
 

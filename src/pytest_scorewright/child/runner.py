@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import arm
 from pytest_scorewright.child.reporter import EXIT_OK, ChildReporter, flush_std_streams
 from pytest_scorewright.child.resume import adopt, load_initial_conftests, resume
@@ -40,6 +41,7 @@ def run_pytest(
     prepared: Prepared | None = None,
     *,
     early_conftests: bool = False,
+    candidate_modules: Sequence[str] = (),
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
@@ -49,6 +51,7 @@ def run_pytest(
     configuration the warm parent parsed for ``args`` and ``plugins``, perhaps with its
     session started (prepared.py): the run continues from there instead of parsing again,
     loading the suite's initial conftest.py first if ``early_conftests``.
+    ``candidate_modules`` are imported from ``extra_path`` only (imports.py).
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -58,6 +61,8 @@ def run_pytest(
         # standard library, pytest, or anything else already importable.
         loaded = [importlib.import_module(name) for name in plugins]
         sys.path.extend(extra_path)
+        if candidate_modules:
+            prefer_candidate(candidate_modules, extra_path)
         adopt(prepared)
         monitor = None
         if watch is not None:

@@ -65,6 +65,8 @@ class RunSettings:
     support: tuple[Path, ...]
     use_namespaces: bool
     features: Features
+    #: Every top-level module the tests import the candidate under (``module`` first).
+    modules: tuple[str, ...] = ()
     #: The suite's own pytest ini options (``asyncio_mode``, ``filterwarnings``...): written
     #: into our ini file, since no ini file of the suite or candidate is read.
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
@@ -198,6 +200,7 @@ class RunPlanner:
             bind_root=str(workspace.root) if self.fixed_root is not None else "",
             fixed_root=str(self.fixed_root or ""),
             early_conftests=bool(self._early.get(tests)),
+            candidate_modules=s.modules or (s.module,),
         )
 
     # -- what the result says about the runs --------------------------------------------------

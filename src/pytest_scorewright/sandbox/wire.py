@@ -80,6 +80,8 @@ class SandboxSpec:
     fixed_root: str = ""
     #: The suite's initial conftest.py must be loaded before configuring (warm/prepared.py).
     early_conftests: bool = False
+    #: Top-level modules found in ``extra_path`` before anywhere else (child/imports.py).
+    candidate_modules: tuple[str, ...] = ()
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -111,6 +113,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         bind_root=data["bind_root"],
         fixed_root=data["fixed_root"],
         early_conftests=data["early_conftests"],
+        candidate_modules=tuple(data.get("candidate_modules", ())),
     )
 
 
