@@ -67,8 +67,9 @@ class ReferenceOutcomes:
     def _apply(self, record: TestRecord) -> TestRecord:
         reference = self.excluded[record.nodeid]
         why = f"the reference {_verb(reference.outcome)} it"
-        if reference.message:
-            why += f" ({reference.message})"
+        first = (reference.message or "").strip().splitlines()
+        if first:  # its first line only, so that this run's outcome stays in view
+            why += f" ({first[0][:200]})"
         own = f"this run: {record.outcome}"
         if record.message:
             own += f": {record.message}"
