@@ -1,12 +1,13 @@
 """Real libraries' own test suites through the evaluator, test for test against plain pytest.
 
 Four pure-Python libraries from their PyPI sdists (pinned below), each scored as a real
-project would be: the library's package is the candidate, its own test files the suite (every
-third file, in sorted order, held out), the pristine package the reference. Candidates are the
-pristine package, two single-point mutants (honest bugs) and one mutant that makes some tests
-hang. Each candidate is also run by plain pytest (one ``python -m pytest`` process, the
-candidate first on ``PYTHONPATH``, pytest-timeout at the same per-test limit) and every
-test's outcome is compared through pytest's JUnit XML.
+project would be: the library's package is the candidate, its own test files the suite
+(every third file not imported by another, in sorted order, held out; the last of two), the
+pristine package the reference. Candidates are the pristine package, two single-point
+mutants (honest bugs) and one mutant that makes some tests hang. Each candidate is also run
+by plain pytest (one ``python -m pytest`` process, the candidate first on ``PYTHONPATH``,
+pytest-timeout at the same per-test limit) and every test's outcome is compared through
+pytest's JUnit XML.
 
 What it checks, per candidate (the exit status is 1 when any fails):
 
@@ -28,6 +29,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -95,6 +97,8 @@ LIBRARIES: tuple[Library, ...] = (
         packages=("more_itertools",),
         tests="tests",
         budget_s=180.0,
+        # test_primes takes 12 s alone (one test of 9,876 subtests): more than the default.
+        test_timeout_s=30.0,
         mutants=(
             Mutant(
                 "quantify_off_by_one",
@@ -153,6 +157,8 @@ LIBRARIES: tuple[Library, ...] = (
         # tests/test_converters.py::TestPipe::test_wrapped_annotation fails with the pristine
         # package on Python 3.11 (plain pytest agrees).
         baseline=True,
+        # Its Hypothesis tests take a second or two; 3 s cut them on a busy machine.
+        test_timeout_s=10.0,
         mutants=(
             Mutant(
                 "max_len_inclusive",
@@ -255,11 +261,18 @@ def lay_out(library: Library, cache: Path, work: Path) -> Layout:
     root = work / library.dist
     suite = root / "plain" / "tests"
     shutil.copytree(sdist / library.tests, suite, ignore=shutil.ignore_patterns("__pycache__"))
-    files = sorted(p.name for p in suite.glob("test_*.py"))
-    held = {name for i, name in enumerate(files) if i % 3 == 2}
     visible, heldout = root / "visible" / "tests", root / "heldout" / "tests"
-    for target, drop in ((visible, held), (heldout, set(files) - held)):
-        shutil.copytree(suite, target, ignore=shutil.ignore_patterns(*drop, "__pycache__"))
+    held = split(suite)
+    shutil.copytree(suite, visible, ignore=shutil.ignore_patterns(*held, "__pycache__"))
+    # The held-out run gets every file, since a held-out test may import helpers from a
+    # visible one (visible tests are no secret), and collects only the held-out files.
+    shutil.copytree(suite, heldout, ignore=shutil.ignore_patterns("__pycache__"))
+    shown = sorted({p.name for p in suite.glob("test_*.py")} - held)
+    with (heldout / "conftest.py").open("a", encoding="utf-8") as conftest:
+        conftest.write(
+            "\n\n# Added for the held-out run: the visible files are here to be imported.\n"
+            f'collect_ignore = list(globals().get("collect_ignore", [])) + {shown!r}\n'
+        )
     candidates: dict[str, Path] = {}
     for mutant in (None, *library.mutants, library.hang):
         name = mutant.name if mutant else "pristine"
@@ -274,6 +287,20 @@ def lay_out(library: Library, cache: Path, work: Path) -> Layout:
             apply_mutant(home, mutant)
         candidates[name] = home
     return Layout(library, root, suite, visible.parent, heldout.parent, candidates)
+
+
+def split(suite: Path) -> set[str]:
+    """Every third test file (sorted), or the last of two, held out; never a file another
+    test file imports (the visible run could not import it)."""
+    files = sorted(p.name for p in suite.glob("test_*.py"))
+    texts = {name: (suite / name).read_text(encoding="utf-8") for name in files}
+
+    def imported(name: str) -> bool:
+        line = re.compile(rf"^\s*(from|import)\s.*\b{re.escape(name[:-3])}\b", re.MULTILINE)
+        return any(line.search(text) for other, text in texts.items() if other != name)
+
+    eligible = [name for name in files if not imported(name)]
+    return {name for i, name in enumerate(eligible) if i % 3 == 2} or {eligible[-1]}
 
 
 def apply_mutant(home: Path, mutant: Mutant) -> None:
@@ -422,6 +449,22 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
     return checked
 
 
+def refused(lib: Library, why: str) -> Checked:
+    return Checked(
+        library=f"{lib.dist}-{lib.version}",
+        candidate="(all)",
+        ok=False,
+        error=why,
+        outcomes={},
+        pass_rate=None,
+        not_applicable=0,
+        plain="",
+        disagreements=[],
+        score_s=0.0,
+        problems=[f"refused: {why}"],
+    )
+
+
 def report(row: Checked) -> None:
     counts = ", ".join(f"{n} {k}" for k, n in sorted(row.outcomes.items(), key=lambda kv: -kv[1]))
     rate = f"{row.pass_rate:.4f}" if row.pass_rate is not None else "-"
@@ -452,13 +495,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         rows: list[Checked] = []
         with tempfile.TemporaryDirectory(prefix="scorewright-real-") as tmp:
             for lib in chosen:
-                rows += check_library(lay_out(lib, cache, Path(tmp)), args.workers, args.tolerance)
+                layout = lay_out(lib, cache, Path(tmp))
+                try:
+                    rows += check_library(layout, args.workers, args.tolerance)
+                except ScorewrightError as exc:  # refused: the check fails, the others go on
+                    print(f"  refused: {exc}", flush=True)
+                    rows.append(refused(lib, str(exc)))
     except SuiteError as exc:
         print(f"real_suites: error: {exc}", file=sys.stderr)
         return 2
-    except ScorewrightError as exc:  # the evaluator refused a library: the check fails
-        print(f"real_suites: refused: {exc}", file=sys.stderr)
-        return 1
     bad = [r for r in rows if r.problems]
     print(
         f"{len(rows)} candidates of {len(chosen)} libraries: {len(rows) - len(bad)} as plain "
