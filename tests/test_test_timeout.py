@@ -157,3 +157,12 @@ def test_the_default_per_test_limit_is_a_quarter_of_the_budget_at_most_ten_secon
 def test_a_bad_per_test_limit_is_a_one_line_error(bad: object) -> None:
     with pytest.raises(ConfigError, match=r"Limits.test_timeout_s must be a number of seconds"):
         Limits(test_timeout_s=bad)  # type: ignore[arg-type]
+
+
+@pytest.mark.sandbox
+def test_a_reference_slower_than_the_budget_is_refused_with_the_fix(tmp_path: Path) -> None:
+    tests, _ = _task(tmp_path)
+    slow = tmp_path / "slow.py"
+    slow.write_text("import time\n\ndef work(x):\n    time.sleep(5)\n    return 2 * x\n")
+    with pytest.raises(ConfigError, match=r"timed out after .*longer budget \(--timeout\)"):
+        Evaluator(tests, reference=slow, limits=Limits(timeout_s=2, test_timeout_s=0))

@@ -359,7 +359,9 @@ class Evaluator:
                     else f"it anchors a {odd[0]}, not a plain value"
                 )
                 fix = "fix the reference or the tests"
-                if failing:
+                if verdict.ending == "timeout":
+                    fix = "give the whole suite a longer budget (--timeout)"
+                elif failing:
                     fix += ", or score against it as a baseline (--reference-baseline)"
                 raise ConfigError(
                     f"the reference does not pass its own {name} tests ({problem}); {fix}"
