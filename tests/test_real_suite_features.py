@@ -495,3 +495,25 @@ def test_the_candidates_package_wins_over_a_copy_installed_in_the_environment(
     # A candidate without the package does not get the installed one: it fails to import.
     assert not absent.ok
     assert "No module named 'iniconfig' in the candidate" in (absent.error or "")
+
+
+def test_a_suite_of_several_packages_collects_without_a_reference(tmp_path: Path) -> None:
+    tests = _files(
+        tmp_path / "tests",
+        {
+            "test_two.py": """
+            import first
+            import second
+
+            def test_both():
+                assert first.one() + second.two() == 3
+            """
+        },
+    )
+    candidate = _files(
+        tmp_path / "cand",
+        {"first.py": "def one():\n    return 1\n", "second.py": "def two():\n    return 2\n"},
+    )
+    with Evaluator(tests, module=["first", "second"]) as ev:
+        assert [nodeid for nodeid, _ in ev.expected_visible] == ["tests/test_two.py::test_both"]
+        assert ev.score(candidate).signal("pass_rate") == 1.0

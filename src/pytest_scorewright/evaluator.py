@@ -134,7 +134,7 @@ class Evaluator:
                 raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
-        self.module = module
+        self.module, self.modules = module, modules
         self.tests = require_dir(tests, "tests directory")
         self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
         self.reference = require_candidate(reference, "reference") if reference else None
@@ -378,9 +378,10 @@ class Evaluator:
         what = "the reference" if self.reference else "a stand-in module (pass a reference)"
         with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
             source = self.reference
-            if source is None:
-                source = Path(stub_dir, f"{self.module}.py")
-                source.write_text(STUB, encoding="utf-8")
+            if source is None:  # a directory of stand-ins, one for each module
+                source = Path(stub_dir)
+                for name in self.modules:
+                    Path(stub_dir, f"{name}.py").write_text(STUB, encoding="utf-8")
             launched: list[_Launched] = []
             try:
                 for tests, _ in suites:
