@@ -13,9 +13,12 @@ import pytest
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.fitness import Fitness
+from pytest_scorewright.openevolve import artifacts
 from pytest_scorewright.result import ScoreResult, TestRecord
 from pytest_scorewright.results.applicable import ReferenceOutcomes
 from pytest_scorewright.results.measure import build_result
+from pytest_scorewright.results.summary import summary_lines
 from tests.conftest import validate
 
 SUITE = """
@@ -231,3 +234,26 @@ def test_the_cli_takes_the_reference_as_a_baseline(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert "2/2 passed (100.0%), 4 not applicable" in done.stderr
     assert ScoreResult.read(out).signal("reference_failures") == 1
+
+
+def test_adapters_neither_list_nor_count_not_applicable_tests() -> None:
+    records = [
+        TestRecord("t.py::fine", "passed", "call", False, 0.1),
+        TestRecord("t.py::broken", "failed", "call", False, 0.1, "assert 1 == 2"),
+        TestRecord(
+            "t.py::py2", "not_applicable", None, False, 0.1, "not applicable", None, "skipped"
+        ),
+        TestRecord(
+            "h.py::py2", "not_applicable", None, True, 0.1, "not applicable", None, "xfailed"
+        ),
+        TestRecord("h.py::fine", "passed", "call", True, 0.1),
+    ]
+    result = build_result(records, mode="evaluator", duration_s=1.0, counts_known=True)
+    found = artifacts(result)
+    assert "t.py::broken" in found["scorewright_failing_tests"]
+    assert "py2" not in found["scorewright_failing_tests"]
+    assert found["scorewright_heldout"] == "1/1 held-out tests passed"
+    assert Fitness("weighted").metrics(result)["all_passed"] == 0.0
+    assert summary_lines(result, out=None)[0] == (
+        "scorewright: 2/3 passed (66.7%), held-out 1/1 (100.0%), 2 not applicable, divergence -0.50"
+    )
