@@ -89,7 +89,11 @@ def evaluator(task: Path, request: pytest.FixtureRequest) -> Iterator[Evaluator]
             task / "tests",
             heldout=task / "heldout",
             reference=task / "reference",
-            limits=Limits(timeout_s=TIMEOUT_S, memory_mb=512, processes=32, grace_s=1.0),
+            # No per-test limit: these attacks are about the run's own deadline and kill (the
+            # per-test limit is tests/test_test_timeout.py's).
+            limits=Limits(
+                timeout_s=TIMEOUT_S, memory_mb=512, processes=32, grace_s=1.0, test_timeout_s=0
+            ),
             isolation=request.param,
         )
         # auto: the reference passes this suite with the candidate apart, so that is the mode.
@@ -211,7 +215,9 @@ def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
     # warm parent the caller forks a supervisor that does (supervisor.py). Both must hold.
     # memory_mb counts the forking process's address space too: here that of this test
     # process, which may be large (many libraries loaded by the time the test runs).
-    limits = Limits(timeout_s=TIMEOUT_S, memory_mb=8192, processes=32, grace_s=1.0)
+    limits = Limits(
+        timeout_s=TIMEOUT_S, memory_mb=8192, processes=32, grace_s=1.0, test_timeout_s=0
+    )
     with Evaluator(task / "tests", reference=task / "reference", limits=limits, warm=False) as ev:
         daemon, _ = score(ev, tmp_path, DAEMON + "def add(a, b):\n    while True:\n        pass\n")
     assert daemon.limits is not None

@@ -60,15 +60,34 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         args.tests,
         heldout=args.heldout,
         reference=args.reference,
-        module=args.module,
-        limits=Limits(timeout_s=args.timeout, memory_mb=args.memory_mb, cpu_s=args.cpu_seconds),
+        module=args.module or "solution",
+        limits=Limits(
+            timeout_s=args.timeout,
+            memory_mb=args.memory_mb,
+            cpu_s=args.cpu_seconds,
+            test_timeout_s=args.test_timeout,
+            processes=args.processes,
+        ),
         network=args.allow_network,
         fail_closed=args.fail_closed,
         warn_only=args.warn_only,
         repeats=args.repeats,
         require_isolation=args.require_isolation,
         isolation=args.isolation,
+        plugins=["pytest_timeout", *(args.plugin or [])],
+        ini=_ini_options(args.ini or []),
+        reference_baseline=args.reference_baseline,
     )
+
+
+def _ini_options(pairs: Sequence[str]) -> dict[str, str]:
+    """``--ini KEY=VALUE`` options; a key given again adds a line (a linelist option such as
+    ``filterwarnings``)."""
+    options: dict[str, str] = {}
+    for pair in pairs:
+        for key, value in parse_pairs([pair], "--ini").items():
+            options[key] = f"{options[key]}\n{value}" if key in options else str(value)
+    return options
 
 
 def _start_warm_parent() -> None:
@@ -214,7 +233,13 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tests", required=True, metavar="DIR", help="Trusted visible tests")
     p.add_argument("--heldout", metavar="DIR", help="Trusted held-out tests")
     p.add_argument("--reference", metavar="PATH", help="Trusted reference solution")
-    p.add_argument("--module", default="solution", help="Module name the tests import")
+    p.add_argument(
+        "--module",
+        action="append",
+        metavar="NAME",
+        help="Module name the tests import (default solution); repeat it for a project with "
+        "several top-level packages",
+    )
     p.add_argument(
         "--timeout",
         type=_positive_float,
@@ -222,7 +247,40 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
         metavar="SECONDS",
         help="Budget for the whole candidate, visible and held-out runs (default 45)",
     )
+    p.add_argument(
+        "--test-timeout",
+        type=_non_negative_float,
+        default=None,
+        metavar="SECONDS",
+        help="Limit of one test (pytest-timeout); 0 for none (default: a quarter of "
+        "--timeout, at most 10)",
+    )
+    p.add_argument(
+        "--reference-baseline",
+        action="store_true",
+        help="Tests the reference fails are not applicable (instead of refusing the suite)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="A pytest plugin every run loads, e.g. anyio.pytest_plugin (repeatable)",
+    )
+    p.add_argument(
+        "--ini",
+        action="append",
+        metavar="KEY=VALUE",
+        help="A pytest ini option of the suite, e.g. asyncio_mode=auto (repeatable; a key "
+        "given again adds a line)",
+    )
     p.add_argument("--memory-mb", type=_whole_number(1), default=2048, metavar="MB")
+    p.add_argument(
+        "--processes",
+        type=_whole_number(1),
+        default=64,
+        metavar="N",
+        help="Processes and threads of a run (RLIMIT_NPROC; default 64)",
+    )
     p.add_argument("--cpu-seconds", type=_whole_number(1), default=None, metavar="S")
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
     policy = p.add_mutually_exclusive_group()
@@ -291,6 +349,16 @@ def _positive_float(text: str) -> float:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
     if not value > 0 or value == float("inf"):
         raise argparse.ArgumentTypeError(f"{text!r} must be a positive number")
+    return value
+
+
+def _non_negative_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not value >= 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} must be 0 or a positive number")
     return value
 
 

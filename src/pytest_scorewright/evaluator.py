@@ -29,7 +29,8 @@ from pytest_scorewright.integrity.relative import TrustedRun
 from pytest_scorewright.integrity.static_scan import SourceScan, reference_scan
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.result import ScoreResult, TestRecord
+from pytest_scorewright.results.applicable import ReferenceOutcomes
 from pytest_scorewright.results.assemble import assemble, infrastructure_result
 from pytest_scorewright.sandbox import features, guarantees
 from pytest_scorewright.sandbox.collect import STUB, expected_ids
@@ -75,10 +76,15 @@ class Evaluator:
       visible run never sees them); their pass rate is scored apart.
     - ``reference``: a trusted solution (a ``.py`` file or a directory). The expected test ids
       are collected with it, it must pass both suites, its timing is the baseline and its
-      anchored values the expectations. Without it, the suite is collected against a stand-in
+      anchored values the expectations. The tests it skips or xfails are not applicable: no
+      candidate is scored on them. Without it, the suite is collected against a stand-in
       module.
+    - ``reference_baseline``: tests the reference fails are not applicable either (instead of
+      refusing the suite); each result counts them (``reference_failures``).
     - ``module``: the name the tests import the candidate under (a ``.py`` candidate is copied
-      in as ``<module>.py``).
+      in as ``<module>.py``, a package directory as ``<module>/``), or several names (a
+      project with more than one top-level package, the first one the main). These modules
+      are imported from the candidate only, even where a copy is installed.
     - ``limits``: :class:`~pytest_scorewright.limits.Limits` of every run (budget, CPU,
       memory, files, processes, output).
     - ``network``: allow the network (by default a run has a loopback of its own).
@@ -87,7 +93,11 @@ class Evaluator:
       rejects it; docs/integrity.md).
     - ``fail_closed``: also reject on hints, the weakest evidence.
     - ``env``: extra environment variables for every run (the rest is an allow-list).
-    - ``plugins``: pytest plugins (module names) every run loads.
+    - ``plugins``: pytest plugins (module names) every run loads (pytest-timeout always is:
+      it enforces ``limits.test_timeout_s``). Plugins are not autoloaded in a run: name
+      those the suite needs (``pytest_asyncio.plugin``, ``anyio.pytest_plugin``, ...).
+    - ``ini``: the suite's own pytest ini options (``{"asyncio_mode": "auto"}``); no ini file
+      of the suite or the candidate is read. A multi-line value is a list.
     - ``workdir``: where run directories are made (default: the system temp dir).
     - ``namespaces``: ``False`` skips Linux namespaces even where they work (the degraded mode
       of docs/sandbox.md, for hosts that forbid them).
@@ -113,7 +123,7 @@ class Evaluator:
         tests: str | os.PathLike[str],
         heldout: str | os.PathLike[str] | None = None,
         reference: str | os.PathLike[str] | None = None,
-        module: str = "solution",
+        module: str | Sequence[str] = "solution",
         limits: Limits | None = None,
         network: bool = False,
         fail_closed: bool = False,
@@ -128,6 +138,8 @@ class Evaluator:
         preload: Sequence[str] = (),
         isolation: str = "auto",
         require_isolation: bool | Sequence[str] = False,
+        reference_baseline: bool = False,
+        ini: Mapping[str, str] | None = None,
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with
         # an executor): plain, picklable values.
@@ -135,7 +147,9 @@ class Evaluator:
             "tests": os.fspath(tests),
             "heldout": os.fspath(heldout) if heldout else None,
             "reference": os.fspath(reference) if reference else None,
-            "module": module,
+            "module": module if isinstance(module, str) else list(module),
+            "reference_baseline": reference_baseline,
+            "ini": dict(ini or {}),
             "limits": dataclasses.asdict(limits or Limits()),
             "network": network,
             "fail_closed": fail_closed,
@@ -150,8 +164,14 @@ class Evaluator:
             if isinstance(require_isolation, bool)
             else list(require_isolation),
         }
-        if not module.isidentifier():
-            raise ConfigError(f"module {module!r} is not a Python module name; use e.g. solution")
+        modules = (module,) if isinstance(module, str) else tuple(module)
+        for name in modules or ("",):
+            if not name.isidentifier():
+                raise ConfigError(f"module {name!r} is not a Python module name; use e.g. solution")
+        module = modules[0]
+        for key in ini or {}:
+            if not key.replace("_", "").replace("-", "").isalnum():
+                raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
         if repeats < 0:
             raise ConfigError(f"repeats must be 0 or more, not {repeats}")
         if isolation not in ISOLATIONS:
@@ -159,10 +179,13 @@ class Evaluator:
                 f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
             )
         required = guarantees.required(require_isolation)
-        self.module = module
+        self.module, self.modules = module, modules
         self.tests = require_dir(tests, "tests directory")
         self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
         self.reference = require_candidate(reference, "reference") if reference else None
+        if reference_baseline and self.reference is None:
+            raise ConfigError("reference_baseline needs a reference; pass reference= as well")
+        self.reference_baseline = reference_baseline
         self.limits = limits or Limits()
         self.network = network
         self.policy = choose_policy(warn_only=warn_only, fail_closed=fail_closed)
@@ -176,6 +199,7 @@ class Evaluator:
         self._planner = RunPlanner(
             RunSettings(
                 module=module,
+                modules=modules,
                 limits=self.limits,
                 network=network,
                 env=dict(env or {}),
@@ -184,6 +208,7 @@ class Evaluator:
                 support=tuple(require_support(p) for p in support_files or ()),
                 use_namespaces=self.use_namespaces,
                 features=self.features,
+                ini=dict(ini or {}),
             ),
             suites=suites,
             trusted=[*suites, *([self.reference] if self.reference else [])],
@@ -207,6 +232,8 @@ class Evaluator:
         self.trusted: dict[str, TrustedRun] = {}
         self.reference_source: SourceScan | None = None
         self.reference_config: list[str] = []
+        #: Per suite: the tests the reference says do not apply (results/applicable.py).
+        self.applicability: dict[str, ReferenceOutcomes] = {}
         self.baseline = self._measure_reference() if self.reference is not None else None
         self.literals = suite_literals(self.tests, self.reference_source)
 
@@ -259,6 +286,10 @@ class Evaluator:
 
     def _score(self, path: Path, suites: Sequence[_Suite]) -> ScoreResult:
         judged, copied, visible_s = self._run_suites(path, suites)
+        for suite, (verdict, _) in zip(suites, judged, strict=True):
+            applicability = self.applicability.get(suite.name)
+            if applicability is not None:
+                verdict.records = applicability.apply(verdict.records)
         runs = [(suite.name, run) for suite, run in zip(suites, judged, strict=True)]
         repeats = [judged[0][0].timing.tests_s]
         for _ in range(self.repeats):
@@ -277,6 +308,11 @@ class Evaluator:
             literals=self.literals,
             limits=self.limits,
             network=self.network,
+            reference_failures=(
+                sum(a.baseline_failures for a in self.applicability.values())
+                if self.reference_baseline
+                else None
+            ),
             pytest_config=self._planner.pytest_config_record(
                 judged[0][1].isolation.get("pytest_config"), self.tests
             ),
@@ -425,43 +461,53 @@ class Evaluator:
         )
 
     def _measure_reference(self) -> Baseline:
-        """Run the reference on both suites: it must pass them; its timing is the baseline and
-        its anchored values the expectations. With ``isolation="auto"`` it also decides the
-        isolation: by process when the reference passes the whole suite that way."""
+        """Run the reference on both suites: it must pass the tests it does not skip or xfail
+        (or, as a baseline, those tests are not applicable either); its timing is the
+        baseline and its anchored values the expectations. With ``isolation="auto"`` it also
+        decides the isolation: by process when the reference runs every test that way as in
+        process (it passes them; as a baseline, it fails the same ones)."""
         if self.isolation != "in-process":
-            self.isolated = True
-            problem, judged, copied = self._reference_runs()
+            in_process = None
+            if self.reference_baseline and self.isolation == "auto":
+                in_process = self._reference_runs(isolated=False)
+                in_process.refuse_if_unusable()
+            apart = self._reference_runs(isolated=True)
+            problem = apart.problem
+            if problem is None and in_process is not None:
+                problem = apart.differs_from(in_process)
             if problem is None:
+                self.isolated = True
                 self.isolation_why = "the reference passes every test with the candidate apart"
-                return self._take_reference(judged, copied)
+                return self._take_reference(apart)
             if self.isolation == "process":
                 raise ConfigError(
                     f"the reference does not pass its tests with isolation by process "
                     f"({problem}); use isolation 'auto' or 'in-process'"
                 )
             self.isolation_why = f"the reference fails with the candidate apart: {problem}"
-        self.isolated = False
-        problem, judged, copied = self._reference_runs()
-        if problem is not None:
-            raise ConfigError(
-                f"the reference does not pass its own {problem}; fix the reference or the tests"
-            )
-        return self._take_reference(judged, copied)
+            if in_process is not None:
+                self.isolated = False
+                return self._take_reference(in_process)
+        reference = self._reference_runs(isolated=False)
+        reference.refuse_if_unusable()
+        return self._take_reference(reference)
 
-    def _reference_runs(self) -> tuple[str | None, list[tuple[str, RunVerdict]], CopyReport]:
+    def _reference_runs(self, *, isolated: bool) -> _ReferenceRuns:
         """The reference's runs on both suites (each with the whole budget, at once through
-        the warm parent), and what keeps it from passing, if anything."""
+        the warm parent), with what the tests it runs say about applicability, and what keeps
+        it from passing, if anything."""
         assert self.reference is not None  # noqa: S101 - only called with a reference
+        self.isolated = isolated
         suites = [
             dataclasses.replace(s, max_messages=MAX_MESSAGES)  # trusted: as much as it sends
             for s in self._suites(self.expected_visible, None, with_heldout=True)
         ]
         judged, copied, _ = self._run_suites(self.reference, suites, share=self.limits.timeout_s)
-        runs = []
+        found = _ReferenceRuns(runs=[], copied=copied)
         for suite, (verdict, observed) in zip(suites, judged, strict=True):
-            self._reference_messages[suite.name] = len(observed.messages)
-            runs.append((suite.name, verdict))
-        for name, verdict in runs:
+            name = suite.name
+            self._reference_messages[name] = len(observed.messages)
+            found.runs.append((name, verdict))
             odd_stream = [r for r in verdict.reasons if r.severity == "tamper"]
             if odd_stream:
                 # Our child code never does this on its own: a suite that makes it happen would
@@ -471,29 +517,34 @@ class Evaluator:
                     f"({odd_stream[0].detail}): scorewright cannot judge candidates on this "
                     "suite; report it with the suite"
                 )
-            failing = [r for r in verdict.records if not r.passed]
+            applicability = ReferenceOutcomes.of(verdict.records, baseline=self.reference_baseline)
+            found.applicability[name] = applicability
+            failing = applicability.failing
             odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]
-            if verdict.error:
-                return f"{name} tests ({verdict.error})", runs, copied
-            if failing:
-                first = f"{failing[0].nodeid}: {failing[0].outcome}"
-                if failing[0].message:
-                    first += f", {failing[0].message.splitlines()[0][:200]}"
-                return f"{name} tests ({len(failing)} test(s) fail, first {first})", runs, copied
-            if odd:
-                return f"{name} tests (it anchors a {odd[0]}, not a plain value)", runs, copied
-        return None, runs, copied
+            if found.problem is None and (verdict.error or failing or odd):
+                problem = verdict.error or (
+                    _reference_failure(failing)
+                    if failing
+                    else f"it anchors a {odd[0]}, not a plain value"
+                )
+                fix = "fix the reference or the tests"
+                if verdict.ending == "timeout":
+                    fix = "give the whole suite a longer budget (--timeout)"
+                elif failing:
+                    fix += ", or score against it as a baseline (--reference-baseline)"
+                found.problem, found.fix = f"{name} tests ({problem})", fix
+        return found
 
-    def _take_reference(
-        self, runs: Sequence[tuple[str, RunVerdict]], copied: CopyReport
-    ) -> Baseline:
+    def _take_reference(self, reference: _ReferenceRuns) -> Baseline:
         assert self.reference is not None  # noqa: S101 - only called with a reference
         self.reference_source = reference_scan(self.reference)
-        self.reference_config = list(copied.config_files)
+        self.reference_config = list(reference.copied.config_files)
         baseline = Baseline(collected_s=None)
-        for name, verdict in runs:
+        for name, verdict in reference.runs:
+            applicability = reference.applicability[name]
             self.anchors[name] = verdict.anchors
             self.trusted[name] = TrustedRun.of(verdict)
+            self.applicability[name] = applicability
             if name == "visible":
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
         return baseline
@@ -504,9 +555,10 @@ class Evaluator:
         what = "the reference" if self.reference else "a stand-in module (pass a reference)"
         with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
             source = self.reference
-            if source is None:
-                source = Path(stub_dir, f"{self.module}.py")
-                source.write_text(STUB, encoding="utf-8")
+            if source is None:  # a directory of stand-ins, one for each module
+                source = Path(stub_dir)
+                for name in self.modules:
+                    Path(stub_dir, f"{name}.py").write_text(STUB, encoding="utf-8")
             launched: list[_Launched] = []
             try:
                 for tests, _ in suites:
@@ -564,6 +616,45 @@ class Evaluator:
         except BaseException:
             workspace.remove()
             raise
+
+
+def _reference_failure(failing: Sequence[TestRecord]) -> str:
+    first = failing[0]
+    text = f"{len(failing)} test(s) fail, first {first.nodeid}: {first.outcome}"
+    if first.message:
+        text += f": {first.message.splitlines()[0][:200]}"
+    if first.outcome == "timeout":
+        text += "; a slow test needs a longer --test-timeout"
+    elif "can't start new thread" in (first.message or ""):
+        text += "; a test that starts many threads needs a higher --processes"
+    return text
+
+
+@dataclasses.dataclass
+class _ReferenceRuns:
+    """The reference's runs of both suites, as judged, and whether they make it usable."""
+
+    runs: list[tuple[str, RunVerdict]]
+    copied: CopyReport
+    applicability: dict[str, ReferenceOutcomes] = dataclasses.field(default_factory=dict)
+    #: What keeps it from being the reference ("visible tests (...)"), and the fix.
+    problem: str | None = None
+    fix: str = ""
+
+    def refuse_if_unusable(self) -> None:
+        if self.problem is not None:
+            raise ConfigError(f"the reference does not pass its own {self.problem}; {self.fix}")
+
+    def differs_from(self, other: _ReferenceRuns) -> str | None:
+        """Where a baseline taken apart differs from the one taken in process."""
+        for name, mine in self.applicability.items():
+            theirs = other.applicability.get(name)
+            if theirs is None or set(mine.excluded) == set(theirs.excluded):
+                continue
+            extra = sorted(set(mine.excluded) - set(theirs.excluded))
+            first = extra[0] if extra else sorted(set(theirs.excluded) - set(mine.excluded))[0]
+            return f"{name} tests: {first} does not fare apart as it does in process"
+        return None
 
 
 @dataclasses.dataclass(frozen=True)

@@ -163,8 +163,9 @@ class Fitness:
     ) -> dict[str, float]:
         """The numbers a fitness function sees: the signals plus derived ones."""
         metrics = {s.name: float(s.value) for s in result.signals}
-        if result.tests:
-            metrics["all_passed"] = 1.0 if all(t.passed for t in result.tests) else 0.0
+        applicable = [t for t in result.tests if t.applicable]
+        if applicable:
+            metrics["all_passed"] = 1.0 if all(t.passed for t in applicable) else 0.0
         metrics.update(cost_metrics(meta or {}, self.prices))
         return metrics
 

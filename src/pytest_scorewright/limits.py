@@ -8,6 +8,10 @@ from typing import Any
 
 from pytest_scorewright.errors import ConfigError
 
+#: Longest default per-test limit: real suites' slowest tests (property-based, numeric) take
+#: a few seconds; a hang is cut here.
+TEST_TIMEOUT_MAX_S = 10.0
+
 
 @dataclass(frozen=True)
 class Limits:
@@ -38,6 +42,11 @@ class Limits:
     output_bytes: int = 64 * 1024
     #: Time after a run's deadline for the parent to collect the killed child.
     grace_s: float = 1.0
+    #: Wall-clock limit of one test (setup, call and teardown), through pytest-timeout: the
+    #: test records ``timeout`` and the run goes on, so one hang costs one test, not the
+    #: rest of the budget. None means a quarter of ``timeout_s``, at most
+    #: :data:`TEST_TIMEOUT_MAX_S`; 0 turns it off (the budget alone bounds a hang).
+    test_timeout_s: float | None = None
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "open_files", "file_size_mb", "processes"):
@@ -50,12 +59,27 @@ class Limits:
             raise ConfigError(f"Limits.cpu_s must be a positive integer, not {self.cpu_s!r}")
         if self.open_files < 32:
             raise ConfigError("Limits.open_files must be at least 32: pytest itself needs them")
+        t = self.test_timeout_s
+        if t is not None and (
+            not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0 or not math.isfinite(t)
+        ):
+            raise ConfigError(
+                f"Limits.test_timeout_s must be a number of seconds (0 for none), not {t!r}"
+            )
 
     @property
     def cpu_seconds(self) -> int:
         return self.cpu_s if self.cpu_s is not None else max(1, math.ceil(self.timeout_s))
 
+    @property
+    def test_seconds(self) -> float:
+        """The per-test limit in force: 0 for none."""
+        if self.test_timeout_s is not None:
+            return float(self.test_timeout_s)
+        return round(min(TEST_TIMEOUT_MAX_S, self.timeout_s / 4), 3)
+
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["cpu_s"] = self.cpu_seconds
+        data["test_timeout_s"] = self.test_seconds
         return data

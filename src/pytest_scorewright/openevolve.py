@@ -91,7 +91,7 @@ def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dic
     """Text for the LLM's next prompt. Never a held-out test's name, input or message."""
     found: dict[str, str] = {}
     # What the run reported; credit withdrawn by the integrity policy is said once, below.
-    failing = [t for t in result.tests if not t.heldout and t.outcome != "passed"]
+    failing = [t for t in result.tests if not t.heldout and t.applicable and t.outcome != "passed"]
     if failing:
         lines = [
             f"{t.nodeid} [{t.outcome}]: {(t.message or '').splitlines()[0][:_MESSAGE_CHARS]}"
@@ -103,9 +103,10 @@ def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dic
             lines.append(f"... and {len(failing) - _MAX_LISTED} more")
         found[PREFIX + "failing_tests"] = "\n".join(lines)
     heldout = [t for t in result.tests if t.heldout]
-    if heldout:
-        passed = sum(t.passed for t in heldout)
-        found[PREFIX + "heldout"] = f"{passed}/{len(heldout)} held-out tests passed"
+    counted = [t for t in heldout if t.applicable]
+    if counted:
+        passed = sum(t.passed for t in counted)
+        found[PREFIX + "heldout"] = f"{passed}/{len(counted)} held-out tests passed"
     if result.integrity.reasons:
         found[PREFIX + "integrity"] = "\n".join(
             f"{r.code} [{r.severity}]: {_without_heldout(r.detail, heldout)}"

@@ -32,12 +32,23 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 #    + integrity.reasons[].severity: tamper, gaming or hint (a reason without one: hint)
 #    + integrity.policy: default, warn_only or fail_closed (without one: warn_only)
 #    + tests[].credited: false when tamper evidence withdrew the test's credit
+#    + tests[].outcome not_applicable: a test the reference skips or xfails (or fails, baseline)
+#    + tests[].reference_outcome: the reference's own outcome of a not_applicable test
+#    + limits.test_timeout_s: the per-test limit in force (pytest-timeout), 0 for none
 SCHEMA_VERSION = 2
 #: Versions this code reads (fields a version lacks take their defaults).
 READABLE_VERSIONS = (1, 2)
 
 Outcome = Literal[
-    "passed", "failed", "error", "skipped", "xfailed", "xpassed", "timeout", "not_run"
+    "passed",
+    "failed",
+    "error",
+    "skipped",
+    "xfailed",
+    "xpassed",
+    "timeout",
+    "not_run",
+    "not_applicable",
 ]
 OUTCOMES: tuple[Outcome, ...] = (
     "passed",
@@ -48,6 +59,7 @@ OUTCOMES: tuple[Outcome, ...] = (
     "xpassed",
     "timeout",
     "not_run",
+    "not_applicable",
 )
 Phase = Literal["collect", "setup", "call", "teardown"]
 PHASES: tuple[Phase, ...] = ("collect", "setup", "call", "teardown")
@@ -105,11 +117,19 @@ class TestRecord:
     #: False when tamper evidence withdrew the credit: ``outcome`` is what the run reported,
     #: but the test does not count as passed (integrity policy ``default``/``fail_closed``).
     credited: bool = True
+    #: For a ``not_applicable`` test: what the reference's run of it was (results/applicable.py).
+    reference_outcome: Outcome | None = None
 
     @property
     def passed(self) -> bool:
         """Passed and credited: the only thing any pass count or rate counts."""
         return self.outcome == "passed" and self.credited
+
+    @property
+    def applicable(self) -> bool:
+        """False for a test the reference skips or xfails (or fails, as a baseline): it is
+        in no pass-rate denominator."""
+        return self.outcome != "not_applicable"
 
 
 @dataclass(frozen=True)
@@ -300,6 +320,8 @@ def _test_to_dict(t: TestRecord) -> dict[str, Any]:
     if t.subtests is not None:
         d["subtests"] = dict(t.subtests)
     d["credited"] = t.credited
+    if t.reference_outcome is not None:
+        d["reference_outcome"] = t.reference_outcome
     return d
 
 
@@ -358,6 +380,11 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
             message=_expect(t.get("message"), (str, type(None)), "message"),
             subtests=_expect(t.get("subtests"), (dict, type(None)), "subtests"),
             credited=_expect(t.get("credited", True), bool, "credited"),
+            reference_outcome=(
+                cast(Outcome, _choice(t["reference_outcome"], OUTCOMES, "reference_outcome"))
+                if t.get("reference_outcome") is not None
+                else None
+            ),
         )
         for t in _expect(d["tests"], list, "tests")
     )

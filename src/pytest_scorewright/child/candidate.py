@@ -33,6 +33,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from pytest_scorewright.child import plaindata
+from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import Monitor, arm
 from pytest_scorewright.child.rpc import Endpoint
 from pytest_scorewright.sandbox import wire
@@ -389,7 +390,12 @@ def serve_forever(endpoint: Endpoint, server: CandidateServer) -> None:
         endpoint.dispatch(message)
 
 
-def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = None) -> None:
+def start(
+    sock: Any,
+    extra_path: tuple[str, ...],
+    watch: MonitorPaths | None = None,
+    modules: tuple[str, ...] = (),
+) -> None:
     """Run as the candidate's process: its streams forwarded, its directory importable, and
     the monitor armed (its findings go to the test process, which passes them on: evidence
     the candidate could silence, never a pass it could forge)."""
@@ -422,6 +428,8 @@ def start(sock: Any, extra_path: tuple[str, ...], watch: MonitorPaths | None = N
     # Appended, not prepended, as in a run of the tests with the candidate in process: the
     # candidate can add modules but never shadow the standard library or pytest.
     sys.path.extend(extra_path)
+    if modules:  # the modules the tests import it under: its own, not an installed copy
+        prefer_candidate(modules, extra_path)
     serve_forever(endpoint, server)
 
 

@@ -153,6 +153,7 @@ def _worker_process(
         prepared,
         early_conftests=spec.early_conftests,
         proxy=(spawner, spec.proxied) if spawner is not None else None,
+        candidate_modules=spec.candidate_modules,
     )
 
 

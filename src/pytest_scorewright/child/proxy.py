@@ -46,8 +46,9 @@ from pytest_scorewright.child import plaindata
 from pytest_scorewright.child.rpc import ChannelClosed, Endpoint, RemoteError, socket_from_fd
 
 _MUTABLE = (list, dict, set, bytearray)
-#: Crashes after which the test process stops asking for a new candidate process.
-MAX_RESTARTS = 8
+#: Crashes (and calls abandoned: a test's timeout) after which the test process stops asking
+#: for a new candidate process.
+MAX_RESTARTS = 30
 #: Modules whose exception classes are never raised here as themselves: they would end a test
 #: as skipped, or the session.
 _MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
@@ -804,12 +805,24 @@ class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
 
 
 def install(
-    spawner_fd: int, names: Sequence[str], report: Callable[[str, str], None] | None = None
+    spawner_fd: int,
+    names: Sequence[str],
+    report: Callable[[str, str], None] | None = None,
+    own: Sequence[str] = (),
 ) -> Session:
     """Answer imports of ``names`` with proxies to a candidate process the spawner starts.
     Names the test process can import itself (the standard library, pytest...) stay its own,
-    as a candidate on the end of sys.path could not shadow them either."""
+    as a candidate on the end of sys.path could not shadow them either; but ``own`` (the
+    modules the tests import the candidate under) are always the candidate's, even where a
+    copy is installed here (child/imports.py says why)."""
     session = Session(socket_from_fd(spawner_fd), report)
-    own = [n for n in names if n not in sys.modules and importlib.util.find_spec(n) is None]
-    sys.meta_path.insert(0, ProxyFinder(session, own))
+    for loaded in list(sys.modules):  # a copy the warm parent may have imported
+        if loaded.split(".", 1)[0] in own:
+            del sys.modules[loaded]
+    proxied = [
+        n
+        for n in names
+        if n in own or (n not in sys.modules and importlib.util.find_spec(n) is None)
+    ]
+    sys.meta_path.insert(0, ProxyFinder(session, [*proxied, *own]))
     return session

@@ -140,9 +140,22 @@ class Endpoint:
     # -- calling and serving -----------------------------------------------------------------
 
     def call(self, request: dict[str, Any]) -> Any:
-        """Send ``request`` and wait for its reply, serving the peer's requests meanwhile."""
+        """Send ``request`` and wait for its reply, serving the peer's requests meanwhile. A
+        call abandoned by an exception of this side (a test's timeout, say) closes the
+        channel: the peer is still busy with it, and is replaced."""
         ident = next(self._ids)
         self.send({**request, "q": ident})
+        try:
+            return self._wait_for(ident)
+        except (ChannelClosed, RemoteError):
+            raise
+        except BaseException:
+            self._close("a call was abandoned", forged=False)
+            with contextlib.suppress(OSError):
+                self.sock.close()
+            raise
+
+    def _wait_for(self, ident: int) -> Any:
         while True:
             message = self.receive()
             if "r" in message:

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import arm
 from pytest_scorewright.child.reporter import EXIT_OK, ChildReporter, flush_std_streams
 from pytest_scorewright.child.resume import adopt, load_initial_conftests, resume
@@ -41,6 +42,7 @@ def run_pytest(
     *,
     early_conftests: bool = False,
     proxy: tuple[int, tuple[str, ...]] | None = None,
+    candidate_modules: Sequence[str] = (),
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
@@ -50,6 +52,9 @@ def run_pytest(
     configuration the warm parent parsed for ``args`` and ``plugins``, perhaps with its
     session started (prepared.py): the run continues from there instead of parsing again,
     loading the suite's initial conftest.py first if ``early_conftests``.
+    ``candidate_modules`` are imported from ``extra_path`` only (imports.py), or, with
+    ``proxy`` (isolation by process: the spawner's socket and the candidate's module names),
+    answered by proxies even where a copy is installed here.
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -59,6 +64,8 @@ def run_pytest(
         # standard library, pytest, or anything else already importable.
         loaded = [importlib.import_module(name) for name in plugins]
         sys.path.extend(extra_path)
+        if candidate_modules and proxy is None:
+            prefer_candidate(candidate_modules, extra_path)
         adopt(prepared)
         monitor = None
         if watch is not None:
@@ -68,7 +75,13 @@ def run_pytest(
             # (child/proxy.py), which the spawner starts when the tests first import one.
             from pytest_scorewright.child.proxy import install
 
-            session = install(*proxy, report=monitor.finding if monitor is not None else None)
+            spawner, names = proxy
+            session = install(
+                spawner,
+                names,
+                report=monitor.finding if monitor is not None else None,
+                own=candidate_modules,
+            )
             if monitor is not None:
                 monitor.before_answer = session.check
         reporter = ChildReporter(fd, monitor)

@@ -30,8 +30,9 @@ from pytest_scorewright.child.confine import confine_worker
 from pytest_scorewright.sandbox.wire import SandboxSpec
 
 _EXIT_CANDIDATE_SETUP = 73
-#: Candidate processes one run may start (the first, and restarts after crashes).
-MAX_SPAWNS = 10
+#: Candidate processes one run may start (the first, and restarts after crashes and
+#: abandoned calls).
+MAX_SPAWNS = 32
 
 
 def run_worker(
@@ -92,6 +93,11 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
                         requests.sendall(how.encode()[:60].ljust(60))
                 elif spawned < MAX_SPAWNS:
                     spawned += 1
+                    if last is not None and last not in ended:
+                        # The test process gave up on it (a call it abandoned at a test's
+                        # timeout): it may still be busy with that call; one at a time.
+                        with contextlib.suppress(ProcessLookupError):
+                            os.kill(last, signal.SIGKILL)
                     last = _answer_with_candidate(spec, requests)
                 else:
                     requests.close()
@@ -161,7 +167,7 @@ def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:
         confine_worker(plan)
         from pytest_scorewright.child.candidate import start
 
-        start(sock, spec.candidate_path, spec.watch)
+        start(sock, spec.candidate_path, spec.watch, spec.candidate_modules)
     except BaseException:  # noqa: S110 - the test process sees the channel close
         pass
     os._exit(_EXIT_CANDIDATE_SETUP)

@@ -72,8 +72,8 @@ def fisher_one_sided(v_pass: int, v_total: int, h_pass: int, h_total: int) -> fl
 
 
 def divergence_reasons(records: Sequence[TestRecord]) -> list[Reason]:
-    visible = [r for r in records if not r.heldout]
-    heldout = [r for r in records if r.heldout]
+    visible = [r for r in records if not r.heldout and r.applicable]
+    heldout = [r for r in records if r.heldout and r.applicable]
     if not visible or not heldout:
         return []
     v_pass, h_pass = sum(r.passed for r in visible), sum(r.passed for r in heldout)

@@ -39,11 +39,13 @@ def assemble(
     reference_source: SourceScan | None = None,
     reference_config: Sequence[str] = (),
     literals: SuiteLiterals | None = None,
+    reference_failures: int | None = None,
 ) -> ScoreResult:
     """The ScoreResult of one candidate: records of every run, integrity reasons from every
     source (relative to what the reference did: ``trusted``, ``reference_source``,
     ``reference_config``, the suite's ``literals``), signals, and what the sandbox was
-    (``limits``)."""
+    (``limits``). ``reference_failures``: with the reference as a baseline, how many tests it
+    fails (not applicable to any candidate)."""
     records = [r for _, (verdict, _) in runs for r in verdict.records]
     errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
     repeat_found, repeat_figures = repeat_reasons(repeat_times)
@@ -65,6 +67,8 @@ def assemble(
     extra_signals = [Signal(k, v, "ratio", False) for k, v in repeat_figures.items()]
     if all(c is not None for c in cpu):
         extra_signals.append(Signal("cpu_s", round(sum(c or 0.0 for c in cpu), 6), "s", False))
+    if reference_failures is not None:
+        extra_signals.append(Signal("reference_failures", float(reference_failures), "count", None))
     return build_result(
         records,
         mode="evaluator",

@@ -67,10 +67,15 @@ def build_signals(
     """Measure what can be measured; leave out what cannot (never a 0 in its place)."""
     signals: list[Signal] = []
     if counts_known:
+        # Tests the reference skips or xfails (results/applicable.py) count nowhere but here.
+        excluded = sum(not r.applicable for r in records)
+        records = [r for r in records if r.applicable]
         visible = [r for r in records if not r.heldout]
         heldout = [r for r in records if r.heldout]
         signals.append(Signal("tests_total", float(len(records)), "count", None))
         signals.append(Signal("tests_passed", float(sum(r.passed for r in records)), "count", True))
+        if excluded:
+            signals.append(Signal("tests_not_applicable", float(excluded), "count", None))
         rates = {
             "pass_rate": _rate(records),
             "visible_pass_rate": _rate(visible),
@@ -94,7 +99,7 @@ def build_signals(
 
 def heldout_reasons(records: Iterable[TestRecord]) -> list[Reason]:
     """Held-out tests that exist but never ran mean the divergence check measured nothing."""
-    heldout = [r for r in records if r.heldout]
+    heldout = [r for r in records if r.heldout and r.applicable]
     executed = [r for r in heldout if r.outcome not in NOT_EXECUTED]
     if heldout and not executed:
         return [

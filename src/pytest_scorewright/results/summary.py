@@ -19,11 +19,14 @@ def headline(result: ScoreResult) -> str:
     rate = result.signal("pass_rate")
     if total is not None and passed is not None:
         parts.append(f"{int(passed)}/{int(total)} passed" + (f" ({_pct(rate)})" if rate else ""))
-    heldout = [t for t in result.tests if t.heldout]
+    heldout = [t for t in result.tests if t.heldout and t.applicable]
     hrate = result.signal("heldout_pass_rate")
     if heldout and hrate is not None:
         hpassed = sum(t.passed for t in heldout)
         parts.append(f"held-out {hpassed}/{len(heldout)} ({_pct(hrate)})")
+    not_applicable = result.signal("tests_not_applicable")
+    if not_applicable:
+        parts.append(f"{int(not_applicable)} not applicable")
     divergence = result.signal("heldout_divergence")
     if divergence is not None:
         parts.append(f"divergence {divergence:+.2f}")

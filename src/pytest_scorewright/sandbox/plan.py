@@ -66,7 +66,6 @@ BASE_ENV = {
 }
 
 _INI = "scorewright.ini"
-_INI_TEXT = "[pytest]\n"  # ours, so that no ini file of the suite or candidate is read
 
 #: Sandbox uids: a block of 256 per calling process, one uid per run.
 UID_BASE = 1_000_000
@@ -86,6 +85,19 @@ class RunSettings:
     support: tuple[Path, ...]
     use_namespaces: bool
     features: Features
+    #: Every top-level module the tests import the candidate under (``module`` first).
+    modules: tuple[str, ...] = ()
+    #: The suite's own pytest ini options (``asyncio_mode``, ``filterwarnings``...): written
+    #: into our ini file, since no ini file of the suite or candidate is read.
+    ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @property
+    def ini_text(self) -> str:
+        lines = ["[pytest]"]
+        for key, value in self.ini.items():
+            # Continuation lines are indented, as in any ini file (a linelist's entries).
+            lines.append(f"{key} = " + "\n    ".join(value.splitlines()))
+        return "\n".join(lines) + "\n"
 
 
 class RunPlanner:
@@ -134,7 +146,7 @@ class RunPlanner:
         workspace = Workspace.create(candidate, s.module, tests, base=s.workdir, support=s.support)
         try:
             lay_down(self._rewritten.get(tests, {}), workspace.tests)
-            (workspace.root / _INI).write_text(_INI_TEXT, encoding="utf-8")
+            (workspace.root / _INI).write_text(s.ini_text, encoding="utf-8")
             uid = self._sandbox_uid()
             if uid is not None:
                 _hand_over(workspace, uid)
@@ -175,9 +187,13 @@ class RunPlanner:
             # --tb=line: the records keep only the crash message, which every style has;
             # rendering source for each failure cost ~8 ms per failing test.
             *("-q", "--color=no", "--tb=line"),
+            *timeout_args(s.limits),
             *extra_args,
         ]
         limits = dataclasses.replace(s.limits, timeout_s=timeout_s)
+        real_paths = workspace.import_paths(s.module)
+        paths = [str(ws.root / p.relative_to(workspace.root)) for p in real_paths]
+        modules = s.modules or (s.module,)
         # /dev/shm is writable only where it is the run's own tmpfs (namespaces).
         shm = ("/dev/shm",) if s.use_namespaces else ()  # noqa: S108 - a private tmpfs per run
         system = (*SYSTEM_READ, *DEVICES_READ, *self._python_readable)
@@ -190,6 +206,9 @@ class RunPlanner:
             # candidate (it is not on its path; proxies answer for its names), though pytest
             # must list the work dir's root. They share TMPDIR (tmp_path files can be handed
             # over).
+            # A test's own subprocess of the candidate (``python -m mylib``) would run candidate
+            # code in the test process's domain, so the test process gets no PYTHONPATH to it:
+            # a suite that needs one fails apart, and auto runs it in process.
             shared = {"TMPDIR": str(ws.shared)}
             worker = WorkerPlan(
                 cwd=str(ws.home),
@@ -207,7 +226,13 @@ class RunPlanner:
             )
             candidate: WorkerPlan | None = WorkerPlan(
                 cwd=str(ws.candidate),
-                env={**BASE_ENV, "HOME": str(ws.chome), **shared, **s.env},
+                env={
+                    **BASE_ENV,
+                    "HOME": str(ws.chome),
+                    **shared,
+                    "PYTHONPATH": os.pathsep.join(paths),
+                    **s.env,
+                },
                 limits=limits,
                 uid=uid,
                 landlock_policy=Policy(
@@ -220,9 +245,17 @@ class RunPlanner:
                 **counts,
             )
         else:
+            # A test's own subprocess (``python -m mylib``) imports the candidate as an installed
+            # package would be found: through PYTHONPATH (the run itself is forked, not started).
             worker = WorkerPlan(
                 cwd=str(ws.candidate),
-                env={**BASE_ENV, "HOME": str(ws.home), "TMPDIR": str(ws.home), **s.env},
+                env={
+                    **BASE_ENV,
+                    "HOME": str(ws.home),
+                    "TMPDIR": str(ws.home),
+                    "PYTHONPATH": os.pathsep.join(paths),
+                    **s.env,
+                },
                 limits=limits,
                 uid=uid,
                 landlock_policy=Policy(
@@ -238,7 +271,7 @@ class RunPlanner:
         return SandboxSpec(
             worker=worker,
             pytest_args=tuple(args),
-            extra_path=() if isolated else (str(ws.candidate),),
+            extra_path=() if isolated else tuple(paths),
             isolate_network=not s.network,
             masks=self._view(ws.root) if s.use_namespaces else (),
             stage_dir=str(workspace.root / ".stage"),
@@ -248,13 +281,14 @@ class RunPlanner:
                 str(ws.tests),
                 (str(ws.home), str(ws.chome), str(ws.shared)) if isolated else (str(ws.home),),
             ),
-            plugins=("pytest_scorewright.plugin", *s.plugins),
+            plugins=run_plugins(s.plugins),
             bind_root=str(workspace.root) if self.fixed_root is not None else "",
             fixed_root=str(self.fixed_root or ""),
             early_conftests=bool(self._early.get(tests)),
+            candidate_modules=modules,
             candidate=candidate,
-            proxied=module_names(workspace.candidate) if isolated else (),
-            candidate_path=(str(ws.candidate),) if isolated else (),
+            proxied=_offered(real_paths, modules) if isolated else (),
+            candidate_path=tuple(paths) if isolated else (),
             hide=(str(ws.tests), str(ws.home)) if isolated else (),
             max_messages=max_messages,
             user_namespace=user_ns,
@@ -353,7 +387,7 @@ class RunPlanner:
             return None, f"{at_parse[0]}, which pytest needs while it parses"
         root = Path(tempfile.mkdtemp(prefix="scorewright-fixed-", dir=s.workdir))
         os.chmod(root, 0o755)  # noqa: S103 - a mount point; the run's own dir covers it
-        (root / _INI).write_text(_INI_TEXT, encoding="utf-8")  # read by the warm parent
+        (root / _INI).write_text(s.ini_text, encoding="utf-8")  # read by the warm parent
         self._remove_fixed_root = weakref.finalize(self, shutil.rmtree, root, True)
         return root, "the warm parent could not parse it"
 
@@ -366,6 +400,21 @@ class RunPlanner:
         if not s.features.root or not (s.use_namespaces or self._uid_without_namespaces):
             return None
         return UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
+
+
+def timeout_args(limits: Limits) -> tuple[str, ...]:
+    """pytest-timeout's options for the per-test limit. The signal method: its SIGALRM
+    handler fails the test and the run goes on (the thread method would end the whole run
+    with ``os._exit``); a test stuck in C code that never returns to the interpreter is
+    bounded by the run's deadline instead."""
+    seconds = limits.test_seconds
+    return (f"--timeout={seconds:g}", "--timeout-method=signal") if seconds > 0 else ()
+
+
+def run_plugins(plugins: Iterable[str]) -> tuple[str, ...]:
+    """Our reporter, pytest-timeout (the per-test limit needs it), then the caller's."""
+    ordered = ["pytest_scorewright.plugin", "pytest_timeout", *plugins]
+    return tuple(dict.fromkeys(ordered))
 
 
 def masks_for(paths: Iterable[str]) -> list[Mask]:
@@ -391,6 +440,16 @@ def masks_for(paths: Iterable[str]) -> list[Mask]:
                 keep.setdefault(ancestor, set()).add(os.path.join(ancestor, parts[depth]))
                 break
     return [Mask(d, tuple(sorted(k))) for d, k in sorted(keep.items())]
+
+
+def _offered(import_paths: Sequence[Path], modules: Sequence[str]) -> tuple[str, ...]:
+    """The names the test process answers with proxies: the modules the tests import the
+    candidate under, and whatever else the candidate's import paths offer."""
+    found = set(modules)
+    for path in import_paths:
+        if path.is_dir():
+            found.update(module_names(path))
+    return tuple(sorted(found))
 
 
 def module_names(candidate_dir: Path) -> tuple[str, ...]:

@@ -119,6 +119,8 @@ class SandboxSpec:
     #: With namespaces: the work dir as the run sees it, read-only but for ``work_writable``.
     work_root: str = ""
     work_writable: tuple[str, ...] = ()
+    #: Top-level modules found in ``extra_path`` before anywhere else (child/imports.py).
+    candidate_modules: tuple[str, ...] = ()
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -163,6 +165,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         why_no_namespaces=data.get("why_no_namespaces", ""),
         work_root=data.get("work_root", ""),
         work_writable=tuple(data.get("work_writable", ())),
+        candidate_modules=tuple(data.get("candidate_modules", ())),
     )
 
 

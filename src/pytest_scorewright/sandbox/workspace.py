@@ -2,7 +2,8 @@
 
 Layout (one per run)::
 
-    <root>/candidate/   the candidate's files; appended to sys.path, never an ancestor of tests
+    <root>/candidate/   the candidate's files (a package candidate as <module>/; a src layout
+                        keeps its src/); appended to sys.path, never an ancestor of tests
     <root>/tests/       a fresh copy of the trusted tests (visible or held-out)
     <root>/home/        private HOME and TMPDIR (of the test process, with isolation by process)
     <root>/chome/       the candidate's own HOME, with isolation by process
@@ -133,7 +134,11 @@ class Workspace:
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
         for private in (ws.home, ws.chome, ws.shared):
             private.mkdir()
-        if candidate.is_dir():
+        if candidate.is_dir() and (candidate / "__init__.py").is_file():
+            # A package itself (``mylib/``): it is imported as ``<module>``.
+            ws.candidate.mkdir()
+            copy_tree(candidate, ws.candidate / module, ws.report, trusted=False)
+        elif candidate.is_dir():
             copy_tree(candidate, ws.candidate, ws.report, trusted=False)
         else:
             ws.candidate.mkdir()
@@ -146,6 +151,15 @@ class Workspace:
         copy_tree(tests, ws.tests, CopyReport(), trusted=True)
         return ws
 
+    def import_paths(self, module: str) -> list[Path]:
+        """What goes on the run's ``sys.path`` for the tests to import ``module``: the
+        candidate's directory, and its ``src/`` where the module is there (a src layout)."""
+        paths = [self.candidate]
+        src = self.candidate / "src"
+        if not _has_module(self.candidate, module) and _has_module(src, module):
+            paths.append(src)
+        return paths
+
     def seen_at(self, root: Path) -> Workspace:
         """The same work dir as the child sees it when it is mounted at ``root``."""
         return Workspace(
@@ -154,6 +168,10 @@ class Workspace:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+
+
+def _has_module(directory: Path, module: str) -> bool:
+    return (directory / module).is_dir() or (directory / f"{module}.py").is_file()
 
 
 def require_candidate(path: str | os.PathLike[str], what: str) -> Path:

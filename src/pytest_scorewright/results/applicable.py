@@ -1,0 +1,94 @@
+"""Which tests apply: the reference's run decides.
+
+A real suite skips tests by platform, Python version or optional dependency, and marks known
+bugs xfail. A test the reference skips or xfails measures nothing about a candidate, so it is
+*not applicable*: its record gets the outcome ``not_applicable`` (with what the reference
+did, ``reference_outcome``) and it stays out of every pass-rate denominator. A test the
+reference fails makes the suite unusable as it stands, unless the caller asks for the
+reference as a *baseline*: then the tests it fails are not applicable too, and the result
+counts them (``reference_failures``).
+
+A skip raised from candidate code in a test the reference runs is not touched here: the
+test keeps its ``skipped`` outcome (not passed), and the integrity layer's
+``skip_from_candidate`` finding stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from pytest_scorewright._text import bound_message
+from pytest_scorewright.result import TestRecord
+
+#: Reference outcomes that say the test does not apply here (skipped by a condition, or
+#: marked as an expected failure, whether it then failed or passed).
+INAPPLICABLE = frozenset({"skipped", "xfailed", "xpassed"})
+
+
+@dataclass(frozen=True)
+class ReferenceOutcomes:
+    """What the reference's runs say about applicability, per suite's node ids.
+
+    Example::
+
+        ref = ReferenceOutcomes.of(reference_records, baseline=False)
+        if ref.failing:
+            ...  # refuse: the reference fails tests of its own suite
+        records = ref.apply(candidate_records)
+    """
+
+    #: Node id → the reference's record, for every test that does not apply.
+    excluded: Mapping[str, TestRecord]
+    #: Tests the reference fails that are *not* excluded (baseline off): the caller refuses.
+    failing: Sequence[TestRecord]
+    #: Tests the reference fails that were excluded because the reference is the baseline.
+    baseline_failures: int = 0
+
+    @classmethod
+    def of(cls, records: Iterable[TestRecord], *, baseline: bool) -> ReferenceOutcomes:
+        excluded: dict[str, TestRecord] = {}
+        failing: list[TestRecord] = []
+        for record in records:
+            if record.outcome in INAPPLICABLE:
+                excluded[record.nodeid] = record
+            elif not record.passed:
+                if baseline:
+                    excluded[record.nodeid] = record
+                else:
+                    failing.append(record)
+        baseline_failures = sum(r.outcome not in INAPPLICABLE for r in excluded.values())
+        return cls(excluded, failing, baseline_failures)
+
+    def apply(self, records: Iterable[TestRecord]) -> list[TestRecord]:
+        """``records`` with every excluded test's outcome replaced by ``not_applicable``."""
+        return [self._apply(r) if r.nodeid in self.excluded else r for r in records]
+
+    def _apply(self, record: TestRecord) -> TestRecord:
+        reference = self.excluded[record.nodeid]
+        why = f"the reference {_verb(reference.outcome)} it"
+        first = (reference.message or "").strip().splitlines()
+        if first:  # its first line only, so that this run's outcome stays in view
+            why += f" ({first[0][:200]})"
+        own = f"this run: {record.outcome}"
+        if record.message:
+            own += f": {record.message}"
+        return replace(
+            record,
+            outcome="not_applicable",
+            phase=None,
+            message=bound_message(f"not applicable: {why}; {own}"),
+            reference_outcome=reference.outcome,
+        )
+
+
+def _verb(outcome: str) -> str:
+    return {
+        "skipped": "skips",
+        "xfailed": "xfails",
+        "xpassed": "xpasses",
+        "failed": "fails",
+        "error": "errors in",
+        "timeout": "times out in",
+        "not_run": "never runs",
+    }.get(outcome, outcome)
