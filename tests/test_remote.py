@@ -176,6 +176,28 @@ def test_a_worker_with_another_version_scores_nothing_and_says_which(tmp_path: P
     assert "the client 0.0.1; install the same version on the workers" in reply.text
 
 
+@pytest.mark.sandbox
+def test_a_worker_that_cannot_build_the_evaluator_withholds_the_heldout_details(
+    task: Path,
+) -> None:
+    # A reference that passes the visible tests and fails some held-out ones: the worker's
+    # Evaluator is refused for it, and the reason must not quote the held-out tests.
+    with _evaluator(task) as ev:
+        recipe = {**ev.recipe, "reference": str(task / "candidates" / "honest_partial.py")}
+    suite, portable = pack_suite(recipe)
+    candidate = pack_candidate(task / "candidates" / "honest_memo.py")
+    replies = [
+        score_remote(RemoteTask(suite.digest, portable, candidate, "t1"), suite),
+        score_remote(RemoteTask(suite.digest, portable, candidate, "t2")),  # at once, kept
+    ]
+    for reply in replies:
+        assert reply.kind == "failed"
+        assert reply.text == (
+            "the worker could not build the Evaluator: the reference does not pass its own "
+            "held-out tests (details withheld: they concern the held-out tests)"
+        )
+
+
 # -- standard process pools --------------------------------------------------------------------
 
 

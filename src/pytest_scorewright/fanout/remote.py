@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from pytest_scorewright._version import __version__
-from pytest_scorewright.errors import ConfigError, InfrastructureError
+from pytest_scorewright.errors import ConfigError, InfrastructureError, ScorewrightError
 from pytest_scorewright.fanout.content import TREE_MAX, Tree, unpack
 from pytest_scorewright.fanout.suite import recipe_at
 from pytest_scorewright.limits import Limits
@@ -95,7 +95,9 @@ def score_remote(task: RemoteTask, suite: Tree | None = None) -> Reply:
     try:
         evaluator = _evaluator(task, root)
     except Exception as exc:
-        return Reply("failed", f"the worker could not build the Evaluator: {_say(exc)}", worker)
+        return Reply(
+            "failed", f"the worker could not build the Evaluator: {_build_error(exc, root)}", worker
+        )
     try:
         return Reply("result", _score(evaluator, task.candidate), worker)
     except ConfigError as exc:
@@ -111,7 +113,18 @@ def held(suite: Tree) -> Tree:
 
 
 def _say(exc: BaseException) -> str:
-    return str(exc) if isinstance(exc, InfrastructureError) else f"{type(exc).__name__}: {exc}"
+    return str(exc) if isinstance(exc, ScorewrightError) else f"{type(exc).__name__}: {exc}"
+
+
+def _build_error(exc: BaseException, root: Path) -> str:
+    """Why an Evaluator could not be built here, fit to go into a result: the bundle's
+    paths named as such, and nothing said about the held-out tests beyond that they are
+    the problem (a failure message there could quote their inputs)."""
+    text = _say(exc).replace(os.fspath(root), "<suite>")
+    if "held-out" in text or "<suite>/heldout" in text:
+        head = text.split(" (", 1)[0].split(": ", 1)[0]
+        return f"{head} (details withheld: they concern the held-out tests)"
+    return text
 
 
 def _worker_name() -> str:
