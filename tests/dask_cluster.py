@@ -68,12 +68,14 @@ class Cluster:
         time.sleep(0.1)  # written whole (it is small, but not atomically)
         self.address: str = json.loads(info.read_text())["address"]
 
-    def add_worker(self, name: str, *, hide: Sequence[str | Path] = ()) -> None:
+    def add_worker(
+        self, name: str, *, hide: Sequence[str | Path] = (), memory_limit: str = "auto"
+    ) -> None:
         """Start ``dask worker`` (with its nanny), one task at a time; in a mount namespace
         of its own with ``hide`` under empty tmpfs mounts, where given."""
         command = [
             str(DASK), "worker", self.address, "--name", name, "--nthreads", "1",
-            "--no-dashboard", "--death-timeout", "60",
+            "--no-dashboard", "--death-timeout", "60", "--memory-limit", memory_limit,
         ]  # fmt: skip
         if hide:
             mounts = " && ".join(

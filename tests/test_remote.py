@@ -9,6 +9,7 @@ killed and stopped for real.
 
 from __future__ import annotations
 
+import contextlib
 import multiprocessing
 import os
 import shutil
@@ -338,6 +339,41 @@ def test_workers_that_cannot_see_the_client_score_as_locally_and_a_killed_one_lo
     logs = "".join(cluster.log(name) for name in ("scheduler", "w1", "w2"))
     every = "".join(r.to_json() for r in results.values())
     assert HELDOUT_MARK not in logs + every
+
+
+@pytest.mark.sandbox
+@pytest.mark.timeout(300)
+def test_a_worker_its_nanny_ends_for_memory_mid_batch_loses_no_candidate(
+    task: Path, cluster: Cluster
+) -> None:
+    cluster.add_worker("small", memory_limit="700MB")  # its nanny ends it past 95%
+    cluster.add_worker("w2")
+    candidates = _candidates(
+        task, "honest_slow.py", "honest_memo.py", "honest_slow.py", "honest_partial.py",
+        "honest_slow.py", "honest_memo.py",
+    )  # fmt: skip
+    with cluster.client(2) as client, _evaluator(task) as ev:
+        local = {c: _essence(ev.score(c)) for c in set(candidates)}
+        addresses = {w["name"]: a for a, w in client.scheduler_info()["workers"].items()}
+        small = client.run(os.getpid, workers=[addresses["small"]])[addresses["small"]]
+
+        def grow(_: int) -> None:
+            def hog() -> None:  # the worker process itself leaks a gigabyte
+                import builtins
+
+                builtins._scorewright_hog = b"x" * (1 << 30)  # type: ignore[attr-defined]
+
+            with contextlib.suppress(Exception):  # it may end before it answers
+                client.run(hog, workers=[addresses["small"]])
+
+        killer = _Killer(lambda: [small], kill=grow)
+        results = dict(ev.score_many(candidates, executor=client.get_executor()))
+        killer.join()
+    assert killer.killed == small, "the small worker was never seen running a candidate"
+    assert "exceeded 95% memory budget" in cluster.log("small")
+    assert sorted(results) == list(range(len(candidates)))
+    for index, result in results.items():
+        assert _essence(result) == local[candidates[index]], candidates[index].name
 
 
 @pytest.mark.sandbox
