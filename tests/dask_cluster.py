@@ -13,6 +13,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -54,6 +55,7 @@ class Cluster:
         self.logs = root / "logs"
         self.logs.mkdir(parents=True, exist_ok=True)
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
+        self._temp_dirs: list[Path] = []
         info = root / "scheduler.json"
         self.scheduler = self._start(
             "scheduler",
@@ -77,7 +79,13 @@ class Cluster:
             str(DASK), "worker", self.address, "--name", name, "--nthreads", "1",
             "--no-dashboard", "--death-timeout", "60", "--memory-limit", memory_limit,
         ]  # fmt: skip
-        if hide:
+        env = None
+        if not hide:  # its temp files (a killed worker leaves its suite) go at close
+            tmp = Path(tempfile.mkdtemp(prefix=f"sw-{name}-tmp-"))
+            os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+            self._temp_dirs.append(tmp)
+            env = {**os.environ, "TMPDIR": str(tmp)}
+        else:  # its /tmp is one of the hidden paths: a tmpfs that goes with the namespace
             mounts = " && ".join(
                 f"mount -t tmpfs -o size=256m,mode=1777 scorewright-hidden {shlex.quote(str(p))}"
                 for p in hide
@@ -86,14 +94,23 @@ class Cluster:
                 "unshare", "--mount", "--propagation", "private", "--",
                 "sh", "-c", f'{mounts} && exec "$@"', "sh", *command,
             ]  # fmt: skip
-        self.workers[name] = self._start(name, command, cwd="/")
+        self.workers[name] = self._start(name, command, cwd="/", env=env)
 
     def _start(
-        self, name: str, command: list[str], cwd: str | None = None
+        self,
+        name: str,
+        command: list[str],
+        cwd: str | None = None,
+        env: dict[str, str] | None = None,
     ) -> subprocess.Popen[bytes]:
         with open(self.logs / f"{name}.log", "ab") as log:
             return subprocess.Popen(
-                command, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, start_new_session=True
+                command,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=cwd,
+                env=env,
+                start_new_session=True,
             )
 
     @contextlib.contextmanager
@@ -118,14 +135,23 @@ class Cluster:
         return (self.logs / f"{name}.log").read_text(errors="replace")[-4000:]
 
     def close(self) -> None:
-        for name in self.workers:
+        """End every worker: SIGTERM to its nanny, which closes the worker (whose exit
+        removes its copy of the suite), then SIGKILL to whatever of it is left."""
+        for name, proc in self.workers.items():
             self.signal(name, signal.SIGCONT)
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(proc.pid, signal.SIGTERM)
+        for name, proc in self.workers.items():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=15)
             self.signal(name, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.scheduler.pid, signal.SIGKILL)
         for proc in [*self.workers.values(), self.scheduler]:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 proc.wait(timeout=30)
+        for tmp in self._temp_dirs:
+            shutil.rmtree(tmp, ignore_errors=True)
 
     def __enter__(self) -> Cluster:
         return self

@@ -14,6 +14,7 @@ import multiprocessing
 import os
 import shutil
 import signal
+import tempfile
 import threading
 import time
 import uuid
@@ -53,6 +54,16 @@ def task(tmp_path: Path) -> Path:
     heldout = root / "heldout" / "test_numbers_heldout.py"
     heldout.write_text(heldout.read_text() + f"\n# {HELDOUT_MARK}\n")
     return root
+
+
+@pytest.fixture
+def worker_tmp() -> Iterator[Path]:
+    """A temp dir for workers on this machine: the sandbox uids must traverse it (the
+    parents of ``tmp_path`` are private to root)."""
+    path = Path(tempfile.mkdtemp(prefix="sw-worker-tmp-"))
+    os.chmod(path, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+    yield path
+    shutil.rmtree(path, ignore_errors=True)
 
 
 def _evaluator(task: Path) -> Evaluator:
@@ -220,11 +231,16 @@ def test_fresh_pool_processes_ask_for_the_suite_and_score_as_locally(task: Path)
 
 
 @pytest.mark.sandbox
-def test_a_pool_process_killed_mid_candidate_leaves_every_candidate_a_result(task: Path) -> None:
+def test_a_pool_process_killed_mid_candidate_leaves_every_candidate_a_result(
+    task: Path, worker_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     candidates = _candidates(
         task, "honest_memo.py", "honest_slow.py", "honest_partial.py", "honest_slow.py",
         "honest_wrong_fib.py", "honest_slow.py",
     )  # fmt: skip
+    # The pool's processes keep their copies of the suite in a temp dir of the test's: the
+    # killed one (and the other, which the broken pool ends by a signal) cannot remove it.
+    monkeypatch.setenv("TMPDIR", str(worker_tmp))
     with _evaluator(task) as ev, _spawn_pool(2) as pool:
         local = {c: _essence(ev.score(c)) for c in set(candidates)}
         killer = _Killer(lambda: _pool_processes(os.getpid()))
