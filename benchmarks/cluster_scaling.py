@@ -6,8 +6,9 @@ Run from the project root (the ``dask`` extra installed)::
 
 Starts ``dask scheduler`` and ``dask worker`` processes on this machine (one task at a time
 a worker, as ``dask worker --nthreads 1``; with ``--hidden``, as root, each worker in a mount
-namespace where the client's temp dir is an empty tmpfs, so the suite and candidates can only
-reach it as content) and scores the same candidates, for R rounds (medians):
+namespace where the client's directory holding the task is an empty tmpfs, so the suite and
+candidates can only reach it as content) and scores the same candidates, for R rounds
+(medians):
 
 - local -j 1 and -j 2: ``Evaluator.score_many(workers=1 or 2)`` in this process;
 - dask, 1 worker and dask, 2 workers: ``score_many(executor=client.get_executor())``.
@@ -84,7 +85,7 @@ def main() -> int:
     if args.hidden and hiding_works():
         raise SystemExit(f"error: --hidden: {hiding_works()}")
     with tempfile.TemporaryDirectory(prefix="sw-cluster-bench-") as tmp:
-        # The client's copy of the task lives in its temp dir, which hidden workers cannot see.
+        # The client's copy of the task, in a directory hidden workers cannot see.
         root = Path(tmp) / "task"
         shutil.copytree(args.task.resolve(), root, ignore=shutil.ignore_patterns("__pycache__"))
         return run(Task(root, args.module), Path(tmp), args)
@@ -101,7 +102,7 @@ def run(task: Task, tmp: Path, args: argparse.Namespace) -> int:
         f"({len(set(candidates))} distinct), {args.rounds} rounds; workers "
         + ("hidden from the client's files" if args.hidden else "on this machine's files")
     )
-    hide = [str(tmp.parent)] if args.hidden else []
+    hide = [task.root] if args.hidden else []
     timings: dict[str, list[float]] = {}
     wrong = 0
     with task.evaluator() as ev, Cluster(tmp / "cluster") as cluster:

@@ -38,6 +38,16 @@ def hiding_works() -> str | None:
     return None
 
 
+def _outermost(paths: Sequence[str | Path]) -> list[Path]:
+    """``paths`` resolved, without those inside another (mounted over, they are gone)."""
+    resolved = sorted({Path(p).resolve() for p in paths}, key=lambda p: len(p.parts))
+    kept: list[Path] = []
+    for path in resolved:
+        if not any(path.is_relative_to(k) for k in kept):
+            kept.append(path)
+    return kept
+
+
 class Cluster:
     """A scheduler on 127.0.0.1 and workers added one by one, each a process group of its
     own (nanny and worker); logs in ``logs/``.
@@ -79,21 +89,25 @@ class Cluster:
             str(DASK), "worker", self.address, "--name", name, "--nthreads", "1",
             "--no-dashboard", "--death-timeout", "60", "--memory-limit", memory_limit,
         ]  # fmt: skip
-        env = None
-        if not hide:  # its temp files (a killed worker leaves its suite) go at close
-            tmp = Path(tempfile.mkdtemp(prefix=f"sw-{name}-tmp-"))
-            os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox uids must traverse it
-            self._temp_dirs.append(tmp)
-            env = {**os.environ, "TMPDIR": str(tmp)}
-        else:  # its /tmp is one of the hidden paths: a tmpfs that goes with the namespace
+        # Its temp files (a killed worker leaves its copy of the suite) go at close.
+        tmp = Path(tempfile.mkdtemp(prefix=f"sw-{name}-tmp-"))
+        os.chmod(tmp, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+        self._temp_dirs.append(tmp)
+        hidden = _outermost(hide)
+        if any(tmp.is_relative_to(h) for h in hidden) or any(
+            Path(sys.executable).is_relative_to(h) for h in hidden
+        ):
+            raise ValueError(f"hiding {hide} would hide the worker's temp dir or Python")
+        if hidden:
             mounts = " && ".join(
-                f"mount -t tmpfs -o size=256m,mode=1777 scorewright-hidden {shlex.quote(str(p))}"
-                for p in hide
+                f"mount -t tmpfs -o size=64m,mode=0755 scorewright-hidden {shlex.quote(str(h))}"
+                for h in hidden
             )
             command = [
                 "unshare", "--mount", "--propagation", "private", "--",
                 "sh", "-c", f'{mounts} && exec "$@"', "sh", *command,
             ]  # fmt: skip
+        env = {**os.environ, "TMPDIR": str(tmp)}
         self.workers[name] = self._start(name, command, cwd="/", env=env)
 
     def _start(

@@ -310,9 +310,10 @@ def cluster(tmp_path: Path) -> Iterator[Cluster]:
 @needs_hiding
 @pytest.mark.timeout(600)
 def test_workers_that_cannot_see_the_client_score_as_locally_and_a_killed_one_loses_nothing(
-    task: Path, cluster: Cluster
+    task: Path, cluster: Cluster, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    hidden = ["/tmp", str(CORPUS.parent.parent)]  # the client's temp dir, and this repo's tests
+    # The client's temp dir (the task and candidates are there), and this repo's tests.
+    hidden = [tmp_path_factory.getbasetemp(), CORPUS.parent.parent]
     cluster.add_worker("w1", hide=hidden)
     cluster.add_worker("w2", hide=hidden)
     first = _candidates(
