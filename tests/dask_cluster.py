@@ -69,8 +69,10 @@ class Cluster:
         info = root / "scheduler.json"
         self.scheduler = self._start(
             "scheduler",
+            # --idle-timeout: if the caller is killed before close(), the scheduler ends
+            # after five idle minutes, and its workers a minute later (--death-timeout).
             [str(DASK), "scheduler", "--host", "127.0.0.1", "--port", "0", "--no-dashboard",
-             "--scheduler-file", str(info)],
+             "--scheduler-file", str(info), "--idle-timeout", "300"],
         )  # fmt: skip
         deadline = time.monotonic() + 60
         while not info.exists() and time.monotonic() < deadline:
