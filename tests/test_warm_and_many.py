@@ -178,16 +178,3 @@ def test_score_many_through_a_process_pool_executor() -> None:
         scores = _executor_scores(pool)
     assert sorted(scores) == list(range(len(CANDIDATES)))
     assert scores[0] == 1.0  # honest_memo
-
-
-def test_score_many_through_a_dask_local_cluster() -> None:
-    distributed = pytest.importorskip("distributed")
-    with (
-        distributed.LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
-        ) as cluster,
-        distributed.Client(cluster) as client,
-    ):
-        scores = _executor_scores(client.get_executor())
-    assert sorted(scores) == list(range(len(CANDIDATES)))
-    assert scores[0] == 1.0

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import functools
 import os
 import tempfile
 import time
@@ -20,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError, InfrastructureError
-from pytest_scorewright.fanout.remote import score_on_worker
+from pytest_scorewright.fanout.dispatch import RemoteBatch
 from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.integrity.memorised import suite_literals
@@ -324,16 +323,28 @@ class Evaluator:
         candidates: Sequence[str | os.PathLike[str]],
         workers: int = 2,
         executor: Executor | None = None,
+        *,
+        retries: int = 2,
+        deadline_s: float | None = None,
     ) -> Iterator[tuple[int, ScoreResult]]:
-        """Score candidates ``workers`` at a time; yields ``(index, result)`` as each finishes.
-        Each candidate's visible and held-out runs go at once, so up to ``2 * workers``
-        sandboxes are alive together.
+        """Score candidates ``workers`` at a time; yields ``(index, result)`` as each finishes,
+        exactly once each. Each candidate's visible and held-out runs go at once, so up to
+        ``2 * workers`` sandboxes are alive together.
 
-        With ``executor`` (any ``concurrent.futures.Executor``: a process pool, Dask's
-        ``Client.get_executor()``), candidates go to its workers instead; each worker process
-        builds this Evaluator once, with a warm parent of its own. Paths must be valid on the
-        workers. A candidate that cannot be scored at all (a missing path) is raised before
-        any work.
+        With ``executor`` (any ``concurrent.futures.Executor``: Dask's
+        ``Client.get_executor()``, a process pool), candidates go to its workers instead
+        (docs/cluster.md): the suite travels once to each worker as a bundle keyed by its
+        hash, each candidate as its files, so no worker needs this machine's files; each
+        worker builds this Evaluator once, with a warm parent of its own. A try its worker
+        loses (killed, out of memory), or that fails for a reason of ours, goes again up to
+        ``retries`` more times; a try with no answer ``deadline_s`` after a worker could
+        have started it is given up (default: what the slowest honest try can take,
+        building the worker's Evaluator included). A candidate that still has no result gets
+        one with ``ok: false`` and ``infrastructure: true`` saying what happened. ``workers``
+        is then how many the executor runs at once, where it cannot be asked (Dask and the
+        standard pools are asked).
+
+        A candidate that cannot be scored at all (a missing path) is raised before any work.
         """
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
@@ -341,16 +352,16 @@ class Evaluator:
         # One candidate never stops the others: whatever goes wrong with one (its worker
         # lost, a bug of ours) becomes its own result, and the rest are scored.
         if executor is not None:
-            # A partial of a module-level function: it must pickle, to reach other processes.
-            remote = bounded(
+            yield from RemoteBatch(
                 executor,
-                functools.partial(score_on_worker, self.recipe),
+                self.recipe,
                 paths,
-                256,
-                failed=lambda path, exc: self._unscored(path, exc).to_json(),
+                limits=self.limits,
+                retries=retries,
+                deadline_s=deadline_s if deadline_s is not None else self._remote_deadline_s(),
+                slots=workers,
+                unscored=self._unscored,
             )
-            for index, text in remote:
-                yield index, ScoreResult.from_json(text)
             return
         if self._warm is None or workers == 1:
             for index, path in enumerate(paths):
@@ -362,6 +373,14 @@ class Evaluator:
             return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
             yield from bounded(pool, self.score, paths, 2 * workers, failed=self._unscored)
+
+    def _remote_deadline_s(self) -> float:
+        """The longest one try on a worker may take: building the Evaluator there (the
+        trusted collection, then the reference's runs, twice when ``isolation`` is auto),
+        then the candidate's runs and repeats, each run at most its time limit, its grace
+        period and our patience; and a minute for the transfer."""
+        run = self.limits.timeout_s + self.limits.grace_s + _PATIENCE_S
+        return (4 + self.repeats) * run + 60.0
 
     def _unscored(self, path: Path, exc: BaseException) -> ScoreResult:
         """The result of a candidate of a batch that raised instead of being scored."""

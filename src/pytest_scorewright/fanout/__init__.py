@@ -1,2 +1,4 @@
-"""Scoring many candidates: a bounded window of work in flight, here or on an executor's
-workers (each worker keeping an Evaluator, and so a warm parent, of its own)."""
+"""Scoring many candidates: a bounded window of work in flight here (``window.py``), or on an
+executor's workers (``dispatch.py`` the client's side, ``remote.py`` the worker's), where the
+suite travels once as a bundle keyed by its hash (``suite.py``) and each candidate as its
+files (``content.py``), so no worker needs the client's file system."""

@@ -20,7 +20,7 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -67,8 +67,23 @@ def copy_tree(
 ) -> None:
     """Copy regular files and directories from ``source`` into ``dest`` without following
     symlinks; special files and links are skipped and listed in ``report``."""
-    top = top or source
     dest.mkdir(parents=True, exist_ok=True)
+    for rel, path, is_dir in walk_tree(source, report, trusted=trusted, top=top):
+        if is_dir:
+            (dest / rel).mkdir(exist_ok=True)
+        else:
+            shutil.copyfile(path, dest / rel, follow_symlinks=False)
+
+
+def walk_tree(
+    source: Path, report: CopyReport, *, trusted: bool, top: Path | None = None
+) -> Iterator[tuple[str, str, bool]]:
+    """The directories and regular files below ``source`` (``(path relative to it, path,
+    is a directory)``, a directory before what it holds), without following symlinks:
+    special files and links are skipped and listed in ``report``, and past
+    :data:`MAX_FILES` files or :data:`MAX_BYTES` bytes it raises ConfigError. The rules of
+    every copy of a tree, here or to an executor's worker (fanout/content.py)."""
+    top = top or source
     for entry in sorted(os.scandir(source), key=lambda e: e.name):
         rel = os.path.relpath(entry.path, top)
         st = entry.stat(follow_symlinks=False)
@@ -77,7 +92,11 @@ def copy_tree(
         if stat.S_ISDIR(st.st_mode):
             if entry.name in ("__pycache__", ".git"):
                 continue
-            copy_tree(Path(entry.path), dest / entry.name, report, trusted=trusted, top=top)
+            yield entry.name, entry.path, True
+            for below, path, is_dir in walk_tree(
+                Path(entry.path), report, trusted=trusted, top=top
+            ):
+                yield os.path.join(entry.name, below), path, is_dir
         elif stat.S_ISREG(st.st_mode):
             if not trusted and os.path.splitext(entry.name)[1] in NOT_COPIED_SUFFIXES:
                 report.skipped.append(rel)
@@ -86,10 +105,10 @@ def copy_tree(
             report.bytes += st.st_size
             if report.files > MAX_FILES or report.bytes > MAX_BYTES:
                 raise ConfigError(
-                    f"{source} is too large to score (over {MAX_FILES} files or "
+                    f"{top} is too large to score (over {MAX_FILES} files or "
                     f"{MAX_BYTES // 2**20} MiB); point at the candidate's own directory"
                 )
-            shutil.copyfile(entry.path, dest / entry.name, follow_symlinks=False)
+            yield entry.name, entry.path, False
         else:
             report.skipped.append(rel)
 
