@@ -307,6 +307,15 @@ class Scored:
     def flagged(self) -> bool:
         return self.result.integrity.flagged
 
+    @property
+    def isolation(self) -> str:
+        """How the candidate ran (limits.sandbox.isolation), and why, when not apart."""
+        sandbox = (self.result.limits or {}).get("sandbox", {})
+        found = str(sandbox.get("isolation", "?"))
+        if found != "process":
+            found += f" ({sandbox.get('isolation_why', '')})"
+        return found
+
     def counts(self, heldout: bool) -> tuple[int, int]:
         tests = [t for t in self.result.tests if t.heldout == heldout]
         return sum(t.outcome == "passed" for t in tests), len(tests)
@@ -408,6 +417,7 @@ def report(library: Library, scored: Sequence[Scored]) -> list[str]:
             + ("" if one.result.ok else f"; not ok: {one.result.error}")
         )
         lines += [f"      {d}" for d in one.disagreements[:5]]
+    lines.append(f"  isolation: {scored[0].isolation}" if scored else "  isolation: -")
     return lines
 
 
@@ -446,6 +456,7 @@ def _figures(everything: dict[str, list[Scored]]) -> dict[str, Any]:
                 "visible": one.counts(heldout=False),
                 "heldout": one.counts(heldout=True),
                 "flagged": one.flagged,
+                "isolation": one.isolation,
                 "reasons": [
                     {"code": r.code, "severity": r.severity, "detail": r.detail}
                     for r in one.result.integrity.reasons

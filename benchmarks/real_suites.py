@@ -412,7 +412,8 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
         **lib.extra,
     ) as ev:
         built = time.monotonic() - started
-        print(f"{lib.dist} {lib.version}: evaluator built in {built:.1f}s", flush=True)
+        apart = "apart (process)" if ev.isolated else f"in process: {ev.isolation_why}"
+        print(f"{lib.dist} {lib.version}: evaluator built in {built:.1f}s; {apart}", flush=True)
         names = list(layout.candidates)
         results: dict[str, tuple[ScoreResult, float]] = {}
         started = time.monotonic()

@@ -452,7 +452,7 @@ class Evaluator:
         launched: list[_Launched] = []
         try:
             for suite, limit in zip(suites, shares, strict=True):
-                launched.append(self._launch(candidate, suite, (), limit))
+                launched.append(self._launch(candidate, suite, suite.extra_args, limit))
         except BaseException:
             _stop_all(launched)  # every run ends and its work dir goes, whatever
             raise
@@ -466,7 +466,7 @@ class Evaluator:
     def _judged_run(
         self, candidate: Path, suite: _Suite, timeout_s: float
     ) -> tuple[tuple[RunVerdict, ChildOutcome], CopyReport]:
-        run = self._launch(candidate, suite, (), timeout_s)
+        run = self._launch(candidate, suite, suite.extra_args, timeout_s)
         observed = run.wait()
         return (self._judge(suite, observed, timeout_s), observed), run.workspace.report
 
@@ -517,8 +517,15 @@ class Evaluator:
         it from passing, if anything."""
         assert self.reference is not None  # noqa: S101 - only called with a reference
         self.isolated = isolated
+        # A trial apart stops at its first failure (-x): it then only decides the isolation,
+        # and a suite that needs the candidate in process is told so at once. Not as a
+        # baseline: there failures are expected, and the runs apart are compared whole.
+        trial: tuple[str, ...] = ()
+        if isolated and self.isolation == "auto" and not self.reference_baseline:
+            trial = ("-x",)
         suites = [
-            dataclasses.replace(s, max_messages=MAX_MESSAGES)  # trusted: as much as it sends
+            # trusted: as much as it sends
+            dataclasses.replace(s, max_messages=MAX_MESSAGES, extra_args=trial)
             for s in self._suites(self.expected_visible, None, with_heldout=True)
         ]
         judged, copied, _ = self._run_suites(self.reference, suites, share=self.limits.timeout_s)
@@ -685,6 +692,8 @@ class _Suite:
     expected: Sequence[tuple[str, bool]]
     select: Sequence[str] | None
     max_messages: int = MAX_MESSAGES
+    #: More pytest arguments for its runs (the reference's trial apart stops at a failure).
+    extra_args: tuple[str, ...] = ()
 
 
 @dataclasses.dataclass(frozen=True)

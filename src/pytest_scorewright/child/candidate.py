@@ -18,7 +18,9 @@ find it again after a crash.
 
 from __future__ import annotations
 
+import builtins
 import contextlib
+import copy
 import faulthandler
 import importlib
 import inspect
@@ -35,7 +37,7 @@ from typing import Any
 from pytest_scorewright.child import plaindata
 from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import Monitor, arm
-from pytest_scorewright.child.rpc import Endpoint
+from pytest_scorewright.child.rpc import Endpoint, RemoteError
 from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.wire import MonitorPaths
 
@@ -99,6 +101,8 @@ OPERATIONS: dict[str, Callable[..., Any]] = {
     "dir": dir,
     "instancecheck": isinstance,
     "subclasscheck": issubclass,
+    "copy": copy.copy,
+    "deepcopy": copy.deepcopy,
 }
 
 
@@ -348,9 +352,18 @@ class TheirObject:
         request = {"op": op, "target": {"ref": {"w": self._sw_id}}, **fields}
         if args:
             request["args"] = server.encode(list(args))
-        return server.decode(server.endpoint.call(request))
+        try:
+            return server.decode(server.endpoint.call(request))
+        except RemoteError as exc:  # the test's object raised: as a builtin exception here
+            raise _builtin_exception(exc.error) from None
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __enter__(self) -> Any:
+        return self._sw_ask("enter")
+
+    def __exit__(self, *exc: object) -> bool:
+        return bool(self._sw_ask("exit"))
+
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         server = self._sw_server
         return self._sw_ask(
             "call", *(), args=server.encode(list(args)), kwargs=server.encode(kwargs)
@@ -375,6 +388,12 @@ class TheirObject:
 
     def __contains__(self, item: Any) -> bool:
         return bool(self._sw_ask("contains", item))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        self._sw_ask("setitem", key, value)
+
+    def __delitem__(self, key: Any) -> None:
+        self._sw_ask("delitem", key)
 
     def __repr__(self) -> str:
         return str(self._sw_ask("repr"))
@@ -492,6 +511,14 @@ def _candidate_traceback(exc: BaseException) -> str:
         f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_OURS)
     ]
     return "".join(traceback.format_list(frames[-8:]))
+
+
+def _builtin_exception(error: dict[str, Any]) -> Exception:
+    """What the test process's object raised, as the builtin exception of the same name
+    (``Exception`` for any other), with its message."""
+    found = getattr(builtins, str(error.get("type", "")), None)
+    kind = found if isinstance(found, type) and issubclass(found, Exception) else Exception
+    return kind(str(error.get("msg", "")))
 
 
 def _safe_str(exc: BaseException) -> str:

@@ -121,21 +121,23 @@ def _encode_library(value: Any, kind: type, ref: Callable[[Any], Any], d: int) -
         return {"rg": [value.start, value.stop, value.step]}
     if isinstance(value, pathlib.PurePath) and kind.__module__ == "pathlib":
         return {"p": str(value)}
-    if _is_namedtuple(kind):
-        fields = [str(f) for f in kind._fields]  # type: ignore[attr-defined]
+    fields = _namedtuple_fields(kind)
+    if fields is not None:
         return {"nt": [kind.__name__, fields, [encode(v, ref, d) for v in value]]}
     return None
 
 
-def _is_namedtuple(kind: type) -> bool:
-    # A tuple subclass made by namedtuple/NamedTuple: it crosses as a namedtuple of the
-    # receiver's own making, with the same name and fields (the sender's methods stay behind).
-    fields = vars(kind).get("_fields")
-    return (
-        kind.__bases__ == (tuple,)
-        and isinstance(fields, tuple)
-        and all(isinstance(f, str) and f.isidentifier() for f in fields)
-    )
+def _namedtuple_fields(kind: type) -> list[str] | None:
+    """The fields of a class made by namedtuple/NamedTuple (or a subclass of one): it crosses
+    as a namedtuple of the receiver's own making, with the same name and fields (the
+    sender's methods stay behind)."""
+    for klass in kind.__mro__:
+        fields = vars(klass).get("_fields")
+        if klass.__bases__ == (tuple,) and isinstance(fields, tuple):
+            if all(isinstance(f, str) and f.isidentifier() for f in fields):
+                return [str(f) for f in fields]
+            return None
+    return None
 
 
 def decode(data: Any, deref: Callable[[Any], Any], depth: int = 0) -> Any:

@@ -36,6 +36,7 @@ import itertools
 import os
 import socket
 import sys
+import threading
 import types
 import warnings
 import weakref
@@ -89,6 +90,7 @@ class Session:
         self.classes: dict[tuple[int, int], type] = {}
         self.classes_by_path: dict[tuple[str, str], type] = {}
         self.released: list[int] = []
+        self.lock = threading.RLock()
 
     # -- the link -----------------------------------------------------------------------------
 
@@ -155,7 +157,13 @@ class Session:
 
     def request(self, op: str, target: Any = None, *, raw: bool = False, **fields: Any) -> Any:
         """Ask the candidate's process; the decoded answer (``raw``: the answer as it came, for
-        the caller to decode), or its exception raised here."""
+        the caller to decode), or its exception raised here. One request at a time: threads
+        of the tests take turns (a callback the candidate makes meanwhile is served by the
+        thread that waits, so the lock is re-entrant)."""
+        with self.lock:
+            return self._request(op, target, raw=raw, **fields)
+
+    def _request(self, op: str, target: Any, *, raw: bool, **fields: Any) -> Any:
         endpoint = self.connect()
         message: dict[str, Any] = {"op": op, **fields}
         if target is not None:
@@ -378,7 +386,7 @@ class RemoteFunction(StandIn):
         self.__name__ = name
         self.__qualname__ = qualname or name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return _call(self, "call", None, args, kwargs)
 
     def __repr__(self) -> str:
@@ -464,7 +472,7 @@ class RemoteObject(StandIn):
     def __delattr__(self, name: str) -> None:
         self._sw_ask("delattr", name=name)
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return _call(self, "call", None, args, kwargs)
 
     def __repr__(self) -> str:
@@ -508,6 +516,15 @@ class RemoteObject(StandIn):
         names = self._sw_ask("dir")
         return [str(n) for n in names] if isinstance(names, list) else []
 
+    def __copy__(self) -> Any:
+        return self._sw_ask("copy")
+
+    def __deepcopy__(self, memo: Any) -> Any:
+        return self._sw_ask("deepcopy")
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        raise NotCrossable("an object of the candidate's process cannot be pickled")
+
     def __enter__(self) -> Any:
         return self._sw_ask("enter")
 
@@ -541,7 +558,7 @@ class _BoundMethod:
     def __init__(self, owner: RemoteObject, name: str) -> None:
         self.owner, self.name = owner, name
 
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+    def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
         return _call(self.owner, "callmethod", self.name, args, kwargs)
 
     def __repr__(self) -> str:
@@ -592,7 +609,7 @@ class _StandInClassMeta(type):
     """The type of stand-in classes: calling one constructs in the candidate's process;
     class attributes, iteration (an Enum) and ``isinstance`` go there too."""
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    def __call__(cls, /, *args: Any, **kwargs: Any) -> Any:
         return _call(cls._sw_holder(), "call", None, args, kwargs)
 
     def __getattr__(cls, name: str) -> Any:
@@ -700,11 +717,31 @@ def _path(path: Any) -> tuple[str, str] | None:
 
 
 _KINDS = frozenset({"fn", "cls", "obj", "mod", "it"})
+#: A proxy module's attributes that belong to the import system, never asked of the candidate
+#: (``__version__``, ``__all__``, ``__doc__`` and the like are the candidate's).
+_IMPORT_MACHINERY = frozenset(
+    {
+        "__path__",
+        "__spec__",
+        "__loader__",
+        "__file__",
+        "__cached__",
+        "__package__",
+        "__builtins__",
+        "__getattr__",
+        "__dir__",
+        "__wrapped__",
+        "__class__",
+        "__dict__",
+        "__origin__",
+        "__mro_entries__",
+    }
+)
 #: What ends a test without failing it, or the session: from the candidate, gaming.
 _ESCAPES = frozenset({"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt"})
 
 #: What the candidate may do with an object the tests passed it, beyond calling it and
-#: reading its public attributes.
+#: reading its public attributes (a lock it may hold: enter and exit, told of no exception).
 _THEIR_OPERATIONS: dict[str, Any] = {
     "iter": iter,
     "next": next,
@@ -712,6 +749,10 @@ _THEIR_OPERATIONS: dict[str, Any] = {
     "getitem": lambda o, k: o[k],
     "contains": lambda o, x: x in o,
     "repr": repr,
+    "setitem": lambda o, k, v: o.__setitem__(k, v),
+    "delitem": lambda o, k: o.__delitem__(k),
+    "enter": lambda o: o.__enter__(),
+    "exit": lambda o: o.__exit__(None, None, None),
 }
 
 
@@ -756,7 +797,7 @@ class ProxyModule(types.ModuleType):
     _sw_session: Session
 
     def __getattr__(self, name: str) -> Any:
-        if name.startswith("__") and name.endswith("__") and name != "__all__":
+        if name in _IMPORT_MACHINERY:  # the import system's own: never the candidate's
             raise AttributeError(name)
         session = self.__dict__["_sw_session"]
         value = session.request("getattr", self, name=name)
