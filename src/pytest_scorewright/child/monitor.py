@@ -68,7 +68,7 @@ _PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
 def watched() -> tuple[tuple[str, str, str], ...]:
     """Every (module, class or "", attribute) the monitor snapshots. Our own are named from
     the objects themselves, so a moved module moves its entry with it."""
-    from pytest_scorewright.child import anchors, recheck
+    from pytest_scorewright.child import anchors, bench, recheck
     from pytest_scorewright.child.reporter import ChildReporter  # it imports this module
 
     ours: list[tuple[str, str, str]] = [
@@ -94,6 +94,18 @@ def watched() -> tuple[tuple[str, str, str], ...]:
         )
     ]
     ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.expect.__name__))
+    ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.submit.__name__))
+    # The benchmark fixture's clock, bound before any candidate code, and what times with it.
+    ours.append((bench.__name__, "", "_clock"))
+    ours += [
+        (bench.__name__, "BenchmarkFixture", method.__name__)
+        for method in (
+            bench.BenchmarkFixture.__call__,
+            bench.BenchmarkFixture.pedantic,
+            bench.BenchmarkFixture._auto,
+            bench.BenchmarkFixture._record,
+        )
+    ]
     ours += [
         (function.__module__, "", function.__name__)
         for function in (
@@ -101,6 +113,10 @@ def watched() -> tuple[tuple[str, str, str], ...]:
             send,
             anchors.encode,
             anchors.make_anchor,
+            anchors.submission,
+            bench._timed_round,
+            bench.summarize,
+            bench.null_round_trip,
             recheck.check,
             recheck.call,
             recheck.module_start,

@@ -33,9 +33,11 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import itertools
+import math
 import os
 import socket
 import sys
+import time
 import types
 import warnings
 import weakref
@@ -51,6 +53,13 @@ MAX_RESTARTS = 8
 #: Modules whose exception classes are never raised here as themselves: they would end a test
 #: as skipped, or the session.
 _MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
+#: Null round trips timed as each candidate process starts, before it imports any candidate
+#: code: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
+CALIBRATION_TRIPS = 30
+#: Bound at import, before any candidate code (the test process never imports it anyway).
+_clock = time.perf_counter
+#: The session install() made, for the benchmark fixture.
+_current: Session | None = None
 
 
 class CandidateUnavailable(Exception):
@@ -88,6 +97,11 @@ class Session:
         self.classes: dict[tuple[int, int], type] = {}
         self.classes_by_path: dict[tuple[str, str], type] = {}
         self.released: list[int] = []
+        #: Requests sent so far (each a round trip); the benchmark fixture counts them.
+        self.requests = 0
+        #: The fastest null round trip to the current candidate process, timed before it had
+        #: imported any candidate code.
+        self.trusted_trip: float | None = None
 
     # -- the link -----------------------------------------------------------------------------
 
@@ -117,7 +131,34 @@ class Session:
             on_reply=_rewarn_from(self),
             on_finding=self._relay,
         )
+        self.trusted_trip = self._time_trips(self.endpoint, CALIBRATION_TRIPS)
         return self.endpoint
+
+    def _time_trips(self, endpoint: Endpoint, trips: int) -> float | None:
+        """The fastest of ``trips`` null round trips, or None if the process went away."""
+        best = math.inf
+        try:
+            for _ in range(trips):
+                started = _clock()
+                endpoint.call({"op": "ping"})
+                best = min(best, _clock() - started)
+        except (ChannelClosed, RemoteError):
+            return None
+        return best
+
+    def round_trips(self) -> int:
+        """Requests sent so far, each one round trip (the benchmark fixture's counter)."""
+        return self.requests
+
+    def null_round_trip(self, trips: int) -> float:
+        """What one round trip costs now: the fastest of ``trips`` null round trips, never
+        more than the fastest timed when this candidate process started (before it imported
+        any candidate code), so a candidate that slows the round trips it serves cannot make
+        the benchmark fixture subtract more than a round trip costs. 0.0 if there is none."""
+        endpoint = self.connect()
+        now = self._time_trips(endpoint, trips)
+        known = [t for t in (now, self.trusted_trip) if t is not None and math.isfinite(t)]
+        return min(known) if known else 0.0
 
     def note_not_plain(self, theirs: str, ours: str) -> None:
         if self.report is not None:
@@ -149,6 +190,7 @@ class Session:
         """Ask the candidate's process; the decoded answer (``raw``: the answer as it came, for
         the caller to decode), or its exception raised here."""
         endpoint = self.connect()
+        self.requests += 1
         message: dict[str, Any] = {"op": op, **fields}
         if target is not None:
             message["target"] = self.encode(target)
@@ -802,7 +844,14 @@ def install(
     """Answer imports of ``names`` with proxies to a candidate process the spawner starts.
     Names the test process can import itself (the standard library, pytest...) stay its own,
     as a candidate on the end of sys.path could not shadow them either."""
+    global _current
     session = Session(socket_from_fd(spawner_fd), report)
     own = [n for n in names if n not in sys.modules and importlib.util.find_spec(n) is None]
     sys.meta_path.insert(0, ProxyFinder(session, own))
+    _current = session
     return session
+
+
+def current() -> Session | None:
+    """The session :func:`install` made in this process, if any."""
+    return _current
