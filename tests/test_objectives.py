@@ -481,3 +481,13 @@ def test_submit_refuses_what_it_cannot_send_plainly(pytester: pytest.Pytester) -
         """
     )
     pytester.runpytest("-p", "no:cacheprovider").assert_outcomes(passed=4)
+
+
+def test_verifiers_keyed_scores_carry_speed_and_every_objective() -> None:
+    from pytest_scorewright.verifiers import keyed_scores
+
+    result = _result({"speedup": 3.0, "objective_radii": 1.5, "objective_steps": 7.0})
+    scores = keyed_scores(result, Fitness().evaluate(result))
+    assert scores["scorewright_speedup"] == 3.0
+    assert scores["scorewright_objective_radii"] == 1.5
+    assert scores["scorewright_objective_steps"] == 7.0
