@@ -491,3 +491,12 @@ def test_verifiers_keyed_scores_carry_speed_and_every_objective() -> None:
     assert scores["scorewright_speedup"] == 3.0
     assert scores["scorewright_objective_radii"] == 1.5
     assert scores["scorewright_objective_steps"] == 7.0
+
+
+@pytest.mark.parametrize("task", ["packing", "speed"])
+def test_the_examples_openevolve_configs_are_accepted_and_evaluate_in_full(task: str) -> None:
+    config = pytest.importorskip("openevolve.config")
+    loaded = config.load_config(
+        str(Path(__file__).parent.parent / "examples" / task / "config.yaml")
+    )
+    assert loaded.evaluator.cascade_evaluation is False

@@ -21,6 +21,7 @@ import pytest
 
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness
+from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
@@ -195,6 +196,46 @@ def test_a_candidate_that_replaces_the_timer_gets_no_speed_credit(speed: Evaluat
     assert _judged(result, Fitness("objective", {"objective": "speedup"})) == 0.0
     weighted = Fitness("weighted", {"speedup_weight": "1"})
     assert _judged(result, weighted) == 0.0
+
+
+#: In the test process, the benchmark fixture's own clock replaced (the binding made before
+#: any candidate code was imported): a counter that makes every call look instantaneous.
+REPLACES_THE_FIXTURES_CLOCK = """
+import itertools
+
+import pytest_scorewright.child.bench as bench
+
+_ticks = itertools.count()
+bench._clock = lambda: next(_ticks) * 1e-9
+
+
+def count_primes(n):
+    count = 0
+    for k in range(2, n):
+        if all(k % d for d in range(2, int(k**0.5) + 1)):
+            count += 1
+    return count
+"""
+
+
+@pytest.mark.parametrize("isolation", ["process", "in-process"])
+def test_a_candidate_that_replaces_the_fixtures_own_clock_gets_no_speed_credit(
+    isolation: str, tmp_path: Path
+) -> None:
+    # In process, a clock that barely moves makes the fixture's calibration grow the calls per
+    # round without end: the run times out (a short budget here), with the evidence kept.
+    with Evaluator(
+        SPEED / "tests",
+        reference=SPEED / "reference",
+        isolation=isolation,
+        limits=Limits(timeout_s=8),
+    ) as evaluator:
+        result = evaluator.score(_write(tmp_path, "clock", REPLACES_THE_FIXTURES_CLOCK))
+    assert result.signal("speedup") is None
+    assert _judged(result, Fitness("objective", {"objective": "speedup"})) == 0.0
+    # Apart, the candidate replaced its own process's copy: its monitor reports it all the same.
+    assert result.integrity.rejected
+    assert "timer_patched" in {r.code for r in result.integrity.reasons}
 
 
 def _cli(*args: str) -> ScoreResult:

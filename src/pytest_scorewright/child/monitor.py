@@ -407,9 +407,8 @@ class Monitor:
             if _lookup(*key) is not before and key not in self.changed:
                 self.changed.add(key)
                 name = ".".join(part for part in key if part)
-                code = (
-                    "timer_patched" if key[0] == "time" or "timing" in key[0] else "pytest_tampered"
-                )
+                timer = key[0] == "time" or "timing" in key[0] or key[2] == "_clock"
+                code = "timer_patched" if timer else "pytest_tampered"
                 self.finding(code, f"{name} was replaced while the candidate ran")
 
     def check_stdlib(self) -> None:

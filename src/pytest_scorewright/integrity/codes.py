@@ -136,7 +136,9 @@ CODES: Mapping[str, Code] = {
     "pytest_tampered": Code(
         _T, "monitor", "pytest's or this package's functions replaced, or a plugin registered"
     ),
-    "timer_patched": Code(_T, "monitor", "time.perf_counter and friends replaced"),
+    "timer_patched": Code(
+        _T, "monitor", "time.perf_counter and friends (or the benchmark fixture's clock) replaced"
+    ),
     "modifies_tests": Code(_T, "monitor", "tried to write, delete or move a test file"),
     "oracle_replaced": Code(
         _T,
