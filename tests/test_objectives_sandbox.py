@@ -198,6 +198,52 @@ def test_a_candidate_that_replaces_the_timer_gets_no_speed_credit(speed: Evaluat
     assert _judged(result, weighted) == 0.0
 
 
+#: Slow (trial division, ~30x the reference's time), and slows the null round trips its own
+#: process serves (its to change, apart) to about one call's time: were they subtracted
+#: whole, every call would read as the floor, a tenth of that, and the candidate as fast as
+#: the reference. The module's name is built so that the static scan does not flag it.
+SLOWS_THE_NULL_ROUND_TRIPS = """
+import sys
+import time
+
+
+def _slow_pings():
+    server = sys.modules.get(".".join(["pytest_" + "score" + "wright", "child", "candidate"]))
+    if server is None:
+        return
+    serve = server.CandidateServer._serve
+
+    def _serve(self, op, request):
+        if op == "ping":
+            time.sleep(0.04)
+        return serve(self, op, request)
+
+    server.CandidateServer._serve = _serve
+
+
+_slow_pings()
+
+
+def count_primes(n):
+    count = 0
+    for k in range(2, n):
+        if all(k % d for d in range(2, int(k**0.5) + 1)):
+            count += 1
+    return count
+"""
+
+
+def test_slowed_round_trips_are_never_subtracted_beyond_those_before_the_import(
+    tmp_path: Path,
+) -> None:
+    with Evaluator(SPEED / "tests", reference=SPEED / "reference", isolation="process") as ev:
+        result = ev.score(_write(tmp_path, "slow_pings", SLOWS_THE_NULL_ROUND_TRIPS))
+    (record,) = [t for t in result.tests if t.benchmark is not None]
+    assert record.benchmark is not None
+    assert record.benchmark.overhead_s < 0.02  # the round trips before the import: < 1 ms
+    assert 0 < (result.signal("speedup") or 0.0) < 0.5, result.to_json()
+
+
 #: In the test process, the benchmark fixture's own clock replaced (the binding made before
 #: any candidate code was imported): a counter that makes every call look instantaneous.
 REPLACES_THE_FIXTURES_CLOCK = """

@@ -27,11 +27,13 @@ How it measures:
   clock is never the test's to choose);
 - with isolation by process every call of a candidate function is a round trip to the
   candidate's process (child/proxy.py). The test process counts the round trips of each
-  round and subtracts, for each, the null round trip it measured when that process started,
-  before it had imported any candidate code (the candidate can slow a round trip it serves
-  later, never that one). A call's time is never taken below :data:`JITTER` of what was
-  subtracted from it: what a function does in less time than the round trip's own jitter
-  cannot be measured this way, and reads as that floor (docs/objectives.md);
+  round and subtracts, for each, what a null round trip costs at least: the fastest of null
+  round trips timed between the rounds (so under the same load), never more than the fastest
+  of those timed when the candidate's process started, before it had imported any candidate
+  code (the candidate can slow the round trips it serves later, never those). A call's time
+  is never taken below :data:`JITTER` of what was subtracted from it: what a function does
+  in less time than the round trip's own jitter cannot be measured this way, and reads as
+  that floor (docs/objectives.md);
 - the figures (per call: median, min, interquartile range, mean, standard deviation; rounds,
   iterations; the raw time of all timed rounds; the round-trip time subtracted) go to the
   trusted parent as one ``benchmark`` message, which checks them against its own clock. In
@@ -85,8 +87,9 @@ MAX_ROUNDS = 10_000
 MAX_ITERATIONS = 1_000_000
 #: A call is never measured below this share of the round trips subtracted from it.
 JITTER = 0.1
-#: Null round trips timed before a benchmark, beside those timed when the process started.
-CHECK_TRIPS = 10
+#: Null round trips timed between a benchmark's rounds: at most, and at least.
+MAX_PINGS = 200
+MIN_PINGS = 10
 #: The shortest time a call can read as, whatever was subtracted.
 FLOOR_S = 1e-9
 
@@ -95,16 +98,43 @@ class FixtureAlreadyUsed(Exception):
     """The fixture times one function once per test, as pytest-benchmark's does."""
 
 
-def null_round_trip(trips: int = CHECK_TRIPS) -> tuple[float, Callable[[], int]] | None:
-    """(seconds of one null round trip to the candidate's process, a counter of the round
-    trips made so far), or None when the candidate is in this process."""
+class RoundTrips:
+    """The round trips to the candidate's process (isolation by process): how many have been
+    made, and what a null one costs, timed between the rounds."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.pings: list[float] = []
+
+    def count(self) -> int:
+        found: int = self.session.round_trips()
+        return found
+
+    def sample(self) -> None:
+        """Time one null round trip (between rounds, never inside one)."""
+        if len(self.pings) < MAX_PINGS:
+            seconds = self.session.ping()
+            if seconds is not None:
+                self.pings.append(seconds)
+
+    def seconds(self) -> float:
+        """What one round trip costs at least: the fastest of those timed between the rounds,
+        never more than the fastest of those timed before any candidate code was imported.
+        The fastest, not a typical one: under load a typical round trip varies by more than
+        a short call takes, and a low estimate errs on the side of a slower candidate."""
+        for _ in range(MIN_PINGS - len(self.pings)):
+            self.sample()
+        cap = self.session.trusted_trip
+        now = min(self.pings) if self.pings else None
+        known = [t for t in (now, cap) if t is not None and math.isfinite(t)]
+        return min(known) if known else 0.0
+
+
+def round_trips() -> RoundTrips | None:
+    """The round trips to the candidate's process, or None when it is in this process."""
     proxy = sys.modules.get("pytest_scorewright.child.proxy")
     session = proxy.current() if proxy is not None else None
-    if session is None:
-        return None
-    trip: float = session.null_round_trip(trips)
-    counter: Callable[[], int] = session.round_trips
-    return trip, counter
+    return RoundTrips(session) if session is not None else None
 
 
 def summarize(
@@ -191,7 +221,7 @@ class BenchmarkFixture:
                 return tuple(made[0]), dict(made[1])
             return given
 
-        trip = null_round_trip()
+        trips = round_trips()
         result: Any = None
         for _ in range(warmup_rounds):
             call_args, call_kwargs = arguments()
@@ -201,51 +231,53 @@ class BenchmarkFixture:
         timed: list[tuple[float, int]] = []
         for _ in range(rounds):
             call_args, call_kwargs = arguments()
-            (elapsed, trips), result = _timed_round(
-                target, call_args, call_kwargs, iterations, trip
-            )
-            timed.append((elapsed, trips))
+            measured, result = _timed_round(target, call_args, call_kwargs, iterations, trips)
+            timed.append(measured)
+            if trips is not None:
+                trips.sample()
             if teardown is not None:
                 teardown(*call_args, **call_kwargs)
-        self._record(timed, iterations, trip)
+        self._record(timed, iterations, trips)
         return result
 
     # -- measuring -----------------------------------------------------------------------
 
     def _auto(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        trip = null_round_trip()
+        trips = round_trips()
         # The first call is the result returned, and the calibration's first step.
-        (first, _), result = _timed_round(fn, args, kwargs, 1, trip)
+        (first, _), result = _timed_round(fn, args, kwargs, 1, trips)
         iterations = 1
         elapsed = first
         while elapsed < self.min_time and iterations < MAX_ITERATIONS:
             grow = self.min_time / max(elapsed, 1e-9) * 1.2
             iterations = min(MAX_ITERATIONS, max(iterations * 2, math.ceil(iterations * grow)))
-            (elapsed, _), _ = _timed_round(fn, args, kwargs, iterations, trip)
+            (elapsed, _), _ = _timed_round(fn, args, kwargs, iterations, trips)
         timed: list[tuple[float, int]] = []
         spent = 0.0
         while len(timed) < MAX_ROUNDS:
-            (elapsed, trips), _ = _timed_round(fn, args, kwargs, iterations, trip)
-            timed.append((elapsed, trips))
-            spent += elapsed
+            measured, _ = _timed_round(fn, args, kwargs, iterations, trips)
+            timed.append(measured)
+            if trips is not None:
+                trips.sample()  # a null round trip under the same load, never inside a round
+            spent += measured[0]
             if spent >= self.max_time * HARD_STOP:
                 break
             if spent >= self.max_time and len(timed) >= self.min_rounds:
                 break
-        self._record(timed, iterations, trip)
+        self._record(timed, iterations, trips)
         return result
 
     def _record(
         self,
         timed: list[tuple[float, int]],
         iterations: int,
-        trip: tuple[float, Callable[[], int]] | None,
+        trips: RoundTrips | None,
     ) -> None:
-        seconds = trip[0] if trip is not None else 0.0
+        seconds = trips.seconds() if trips is not None else 0.0
         per_call = []
         overheads = []
-        for elapsed, trips in timed:
-            overhead = trips * seconds / iterations
+        for elapsed, made in timed:
+            overhead = made * seconds / iterations
             overheads.append(overhead)
             floor = max(FLOOR_S, JITTER * overhead)
             per_call.append(max(elapsed / iterations - overhead, floor))
@@ -274,10 +306,10 @@ def _timed_round(
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     iterations: int,
-    trip: tuple[float, Callable[[], int]] | None,
+    trips: RoundTrips | None,
 ) -> tuple[tuple[float, int], Any]:
     """((seconds, round trips made), the last call's result) of ``iterations`` calls."""
-    counter = trip[1] if trip is not None else None
+    counter = trips.count if trips is not None else None
     before = counter() if counter is not None else 0
     result: Any = None
     if iterations == 1:
@@ -290,8 +322,8 @@ def _timed_round(
         for _ in loop:
             result = fn(*args, **kwargs)
         elapsed = _clock() - started
-    trips = counter() - before if counter is not None else 0
-    return (elapsed, trips), result
+    made = counter() - before if counter is not None else 0
+    return (elapsed, made), result
 
 
 def _positive(value: Any, what: str) -> float:

@@ -107,6 +107,10 @@ def watched() -> tuple[tuple[str, str, str], ...]:
         )
     ]
     ours += [
+        (bench.__name__, "RoundTrips", method.__name__)
+        for method in (bench.RoundTrips.count, bench.RoundTrips.sample, bench.RoundTrips.seconds)
+    ]
+    ours += [
         (function.__module__, "", function.__name__)
         for function in (
             reduce_report,
@@ -116,7 +120,7 @@ def watched() -> tuple[tuple[str, str, str], ...]:
             anchors.submission,
             bench._timed_round,
             bench.summarize,
-            bench.null_round_trip,
+            bench.round_trips,
             recheck.check,
             recheck.call,
             recheck.module_start,

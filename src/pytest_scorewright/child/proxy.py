@@ -33,7 +33,6 @@ import importlib.abc
 import importlib.machinery
 import importlib.util
 import itertools
-import math
 import os
 import socket
 import sys
@@ -55,7 +54,7 @@ MAX_RESTARTS = 8
 _MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
 #: Null round trips timed as each candidate process starts, before it imports any candidate
 #: code: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
-CALIBRATION_TRIPS = 30
+CALIBRATION_TRIPS = 10
 #: Bound at import, before any candidate code (the test process never imports it anyway).
 _clock = time.perf_counter
 #: The session install() made, for the benchmark fixture.
@@ -100,7 +99,7 @@ class Session:
         #: Requests sent so far (each a round trip); the benchmark fixture counts them.
         self.requests = 0
         #: The fastest null round trip to the current candidate process, timed before it had
-        #: imported any candidate code.
+        #: imported any candidate code: the most the benchmark fixture subtracts for one.
         self.trusted_trip: float | None = None
 
     # -- the link -----------------------------------------------------------------------------
@@ -131,34 +130,27 @@ class Session:
             on_reply=_rewarn_from(self),
             on_finding=self._relay,
         )
-        self.trusted_trip = self._time_trips(self.endpoint, CALIBRATION_TRIPS)
+        trips = [self._ping(self.endpoint) for _ in range(CALIBRATION_TRIPS)]
+        timed = [t for t in trips if t is not None]
+        self.trusted_trip = min(timed) if timed else None
         return self.endpoint
 
-    def _time_trips(self, endpoint: Endpoint, trips: int) -> float | None:
-        """The fastest of ``trips`` null round trips, or None if the process went away."""
-        best = math.inf
+    def _ping(self, endpoint: Endpoint) -> float | None:
+        """The seconds of one null round trip, or None if the process went away."""
         try:
-            for _ in range(trips):
-                started = _clock()
-                endpoint.call({"op": "ping"})
-                best = min(best, _clock() - started)
+            started = _clock()
+            endpoint.call({"op": "ping"})
+            return _clock() - started
         except (ChannelClosed, RemoteError):
             return None
-        return best
+
+    def ping(self) -> float | None:
+        """One null round trip to the candidate's process now (not counted as a request)."""
+        return self._ping(self.connect())
 
     def round_trips(self) -> int:
         """Requests sent so far, each one round trip (the benchmark fixture's counter)."""
         return self.requests
-
-    def null_round_trip(self, trips: int) -> float:
-        """What one round trip costs now: the fastest of ``trips`` null round trips, never
-        more than the fastest timed when this candidate process started (before it imported
-        any candidate code), so a candidate that slows the round trips it serves cannot make
-        the benchmark fixture subtract more than a round trip costs. 0.0 if there is none."""
-        endpoint = self.connect()
-        now = self._time_trips(endpoint, trips)
-        known = [t for t in (now, self.trusted_trip) if t is not None and math.isfinite(t)]
-        return min(known) if known else 0.0
 
     def note_not_plain(self, theirs: str, ours: str) -> None:
         if self.report is not None:
