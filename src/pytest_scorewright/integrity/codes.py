@@ -104,7 +104,7 @@ CODES: Mapping[str, Code] = {
         "(or fewer) of that name",
     ),
     "benchmark_noisy": Code(
-        _H, "parent", "a benchmark's per-call times vary by more than half their mean"
+        _H, "parent", "a benchmark's per-call times vary by more than their mean"
     ),
     "assertion_not_plain": Code(
         _G,

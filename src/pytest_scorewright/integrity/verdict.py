@@ -73,7 +73,7 @@ MAX_RECHECK_KEYS = 100_000
 #: clocks are CLOCK_MONOTONIC; this is rounding and the stamp of the run's start).
 BENCH_SLACK_S = 0.005
 #: A benchmark whose per-call times have a coefficient of variation above this is noisy.
-NOISY_CV = 0.5
+NOISY_CV = 1.0
 
 
 @dataclass(frozen=True)
