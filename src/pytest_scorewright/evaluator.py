@@ -108,7 +108,7 @@ class Evaluator:
       ``"auto"`` (the default) is ``process`` when the reference passes every test that way,
       otherwise ``in-process``. ``limits.sandbox.isolation`` says which, and why.
     - ``objectives``: name -> ``"PATH:FUNCTION"`` (a Python file beside the tests, imported
-      only here), a callable, or an :class:`~pytest_scorewright.results.objectives.Objective`
+      only here), a callable, or an :class:`~pytest_scorewright.Objective`
       (``minimize=True`` for lower is better). Each scores the values tests submit under its
       name (``scorewright.submit(name, value)``), here in the parent; the signal is
       ``objective_<name>`` (docs/objectives.md). With a reference, every objective must score
