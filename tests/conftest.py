@@ -20,6 +20,20 @@ pytest_plugins = ["pytester"]
 # Corpus tasks are data (candidates and their tests), run by test_integrity_corpus.py.
 collect_ignore = ["corpus", "isolation_task"]
 
+#: pytest-benchmark (in the dev extra, for tests/test_benchmark_fixture.py) is loaded by
+#: pytest into every run it starts, where it writes .benchmarks/ and takes the `benchmark`
+#: fixture; pytester runs leave it out unless a test says otherwise.
+WITHOUT_PYTEST_BENCHMARK = "-p no:benchmark"
+
+
+@pytest.fixture(autouse=True)
+def _pytester_without_pytest_benchmark(
+    request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if "pytester" in request.fixturenames:
+        request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it starts
+        monkeypatch.setenv("PYTEST_ADDOPTS", WITHOUT_PYTEST_BENCHMARK)
+
 
 @dataclass
 class ScoredRun:

@@ -27,6 +27,7 @@ __all__ = [
     "FitnessFunction",
     "Integrity",
     "Limits",
+    "Objective",
     "Option",
     "OutputPathError",
     "Reason",
@@ -42,6 +43,7 @@ if TYPE_CHECKING:
     from pytest_scorewright.evaluator import Evaluator
     from pytest_scorewright.fitness import Fitness, FitnessContext, FitnessFunction, Option
     from pytest_scorewright.limits import Limits
+    from pytest_scorewright.results.objectives import Objective
 
 #: The fitness extension point: what a custom fitness function implements and configures.
 _FITNESS = ("Fitness", "FitnessContext", "FitnessFunction", "Option")
@@ -62,4 +64,8 @@ def __getattr__(name: str) -> Any:
         from pytest_scorewright.limits import Limits
 
         return Limits
+    if name == "Objective":
+        from pytest_scorewright.results.objectives import Objective
+
+        return Objective
     raise AttributeError(f"module 'pytest_scorewright' has no attribute {name!r}")

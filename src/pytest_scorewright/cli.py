@@ -11,7 +11,7 @@ import sys
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import ConfigError, OutputPathError, ScorewrightError
@@ -52,6 +52,20 @@ def _cmd_export(args: argparse.Namespace) -> int:
     return 0
 
 
+def objectives_from_args(args: argparse.Namespace) -> dict[str, Any]:
+    """``--objective`` and ``--objective-min`` as ``Evaluator(objectives=...)``."""
+    from pytest_scorewright.results.objectives import parse_option
+
+    found: dict[str, Any] = {}
+    for option, minimize in (("--objective", False), ("--objective-min", True)):
+        for text in getattr(args, option.lstrip("-").replace("-", "_"), None) or ():
+            name, objective = parse_option(text, minimize=minimize, option=option)
+            if name in found:
+                raise ConfigError(f"{option} {text!r}: objective {name!r} is given twice")
+            found[name] = objective
+    return found
+
+
 def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
     from pytest_scorewright.evaluator import Evaluator
     from pytest_scorewright.limits import Limits
@@ -77,6 +91,7 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         plugins=["pytest_timeout", *(args.plugin or [])],
         ini=_ini_options(args.ini or []),
         reference_baseline=args.reference_baseline,
+        objectives=objectives_from_args(args),
     )
 
 
@@ -204,7 +219,7 @@ def _cmd_leaderboard(args: argparse.Namespace) -> int:
     rows = leaderboard.rank(leaderboard.load(args.results), fitness)
     sys.stdout.write(leaderboard.table(rows))
     if args.html:
-        write_atomic(args.html, leaderboard.page(rows, fitness.name))
+        write_atomic(args.html, leaderboard.page(rows, fitness.name, plot=args.plot))
         print(f"scorewright: wrote {args.html}", file=sys.stderr)
     return 0
 
@@ -317,6 +332,23 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
         metavar="N",
         help="Run the visible tests N more times, in fresh work dirs, for timing checks",
     )
+    add_objective_options(p)
+
+
+def add_objective_options(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--objective",
+        action="append",
+        metavar="NAME=PATH:FUNCTION",
+        help="Score the values tests submit as NAME with FUNCTION of the Python file PATH, "
+        "in the parent (higher is better; signal objective_NAME; repeatable)",
+    )
+    p.add_argument(
+        "--objective-min",
+        action="append",
+        metavar="NAME=PATH:FUNCTION",
+        help="As --objective, where lower is better",
+    )
 
 
 def _add_fitness_options(p: argparse.ArgumentParser) -> None:
@@ -412,6 +444,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("leaderboard", help="Rank ScoreResult files by a fitness function")
     p.add_argument("results", nargs="+", metavar="RESULT.json")
     p.add_argument("--html", metavar="FILE", help="Also write a self-contained HTML page")
+    p.add_argument(
+        "--plot",
+        metavar="SIGNAL",
+        help="Also chart this signal on the HTML page (an objective, speedup...)",
+    )
     _add_fitness_options(p)
     p.set_defaults(func=_cmd_leaderboard)
 

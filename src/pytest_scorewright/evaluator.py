@@ -31,6 +31,7 @@ from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult, TestRecord
 from pytest_scorewright.results.applicable import ReferenceOutcomes
 from pytest_scorewright.results.assemble import assemble, infrastructure_result
+from pytest_scorewright.results.objectives import ObjectiveSet, ObjectiveSpec, Submitted
 from pytest_scorewright.sandbox import features, guarantees
 from pytest_scorewright.sandbox.collect import STUB, expected_ids
 from pytest_scorewright.sandbox.launch import run_sandboxed
@@ -115,6 +116,13 @@ class Evaluator:
       ``"in-process"`` imports it into the test process, guarded by the integrity layer;
       ``"auto"`` (the default) is ``process`` when the reference passes every test that way,
       otherwise ``in-process``. ``limits.sandbox.isolation`` says which, and why.
+    - ``objectives``: name -> ``"PATH:FUNCTION"`` (a Python file beside the tests, imported
+      only here), a callable, or an :class:`~pytest_scorewright.Objective`
+      (``minimize=True`` for lower is better). Each scores the values tests submit under its
+      name (``scorewright.submit(name, value)``), here in the parent; the signal is
+      ``objective_<name>`` (docs/objectives.md). With a reference, every objective must score
+      the reference's submissions, and the reference's benchmarks are the baseline of
+      ``speedup``.
     """
 
     def __init__(
@@ -139,6 +147,7 @@ class Evaluator:
         require_isolation: bool | Sequence[str] = False,
         reference_baseline: bool = False,
         ini: Mapping[str, str] | None = None,
+        objectives: Mapping[str, ObjectiveSpec] | None = None,
     ) -> None:
         # Everything needed to build this Evaluator again in another process (score_many with
         # an executor): plain, picklable values.
@@ -181,6 +190,16 @@ class Evaluator:
         self.module, self.modules = module, modules
         self.tests = require_dir(tests, "tests directory")
         self.heldout = require_dir(heldout, "held-out tests directory") if heldout else None
+        # Loaded here, in the parent only, and never from a directory copied into runs.
+        self.objectives = ObjectiveSet(
+            objectives,
+            inside=[
+                self.tests,
+                *([self.heldout] if self.heldout else []),
+                *(Path(p) for p in support_files or ()),
+            ],
+        )
+        self.recipe["objectives"] = self.objectives.recipe()
         self.reference = require_candidate(reference, "reference") if reference else None
         if reference_baseline and self.reference is None:
             raise ConfigError("reference_baseline needs a reference; pass reference= as well")
@@ -233,6 +252,12 @@ class Evaluator:
         self.reference_config: list[str] = []
         #: Per suite: the tests the reference says do not apply (results/applicable.py).
         self.applicability: dict[str, ReferenceOutcomes] = {}
+        #: The reference's benchmark medians, the baseline of ``speedup``.
+        self.bench_reference: dict[tuple[bool, str], float] = {}
+        #: How many values the reference submitted, by (suite, test, name).
+        self.submission_counts: dict[tuple[str, str, str], int] = {}
+        #: Each objective's value for the reference.
+        self.reference_objectives: dict[str, float] = {}
         self.baseline = self._measure_reference() if self.reference is not None else None
         self.literals = suite_literals(self.tests, self.reference_source)
 
@@ -312,6 +337,9 @@ class Evaluator:
                 if self.reference_baseline
                 else None
             ),
+            bench_reference=self.bench_reference if self.reference is not None else None,
+            objectives=self.objectives,
+            submission_counts=self.submission_counts if self.reference is not None else None,
             pytest_config=self._planner.pytest_config_record(
                 judged[0][1].isolation.get("pytest_config"), self.tests
             ),
@@ -349,6 +377,11 @@ class Evaluator:
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
+        if executor is not None and not self.objectives.portable:
+            raise ConfigError(
+                "objectives given as callables cannot go to an executor's workers; give them "
+                "as PATH:FUNCTION"
+            )
         # One candidate never stops the others: whatever goes wrong with one (its worker
         # lost, a bug of ours) becomes its own result, and the rest are scored.
         if executor is not None:
@@ -573,7 +606,35 @@ class Evaluator:
             self.applicability[name] = applicability
             if name == "visible":
                 baseline = Baseline(collected_s=verdict.timing.collected_s)
+        self._take_reference_objectives(reference.runs)
         return baseline
+
+    def _take_reference_objectives(self, runs: Sequence[tuple[str, RunVerdict]]) -> None:
+        """The reference's benchmarks (the baseline of speedup), what it submitted where, and
+        each objective's value for it: an objective that cannot score it is a ConfigError."""
+        submitted = []
+        for name, verdict in runs:
+            heldout = {r.nodeid: r.heldout for r in verdict.records}
+            for record in verdict.records:
+                if record.benchmark is not None and record.passed:
+                    self.bench_reference[(record.heldout, record.nodeid)] = (
+                        record.benchmark.median_s
+                    )
+            for s in verdict.submissions:
+                key = (name, s.test, s.name)
+                self.submission_counts[key] = self.submission_counts.get(key, 0) + 1
+                submitted.append(Submitted(s.test, heldout.get(s.test, False), s.name, s.value))
+        if not self.objectives:
+            return
+        records = [r for _, verdict in runs for r in verdict.records]
+        _, scored = self.objectives.score(submitted, records)
+        for found in scored:
+            if found.value is None:
+                raise ConfigError(
+                    f"with the reference, objective {found.name!r} has no value: {found.error}; "
+                    "check the name the tests submit under and the objective function"
+                )
+            self.reference_objectives[found.name] = found.value
 
     def _collect_suites(self) -> tuple[list[tuple[str, bool]], list[tuple[str, bool]]]:
         """The visible and held-out tests' ids (and held-out marks), collected at once."""

@@ -1,8 +1,9 @@
 """Fitness functions: judgement, kept apart from measurement.
 
 A fitness function turns a ScoreResult's signals into one ``combined_score``. Built in:
-``weighted`` (the default) and ``pass_rate``. Others are named ``module:Class`` or by an entry
-point in the group ``scorewright.fitness``; they implement :class:`FitnessFunction`.
+``weighted`` (the default), ``pass_rate`` and ``objective`` (one objective, gated by
+correctness). Others are named ``module:Class`` or by an entry point in the group
+``scorewright.fitness``; they implement :class:`FitnessFunction`.
 
 Example::
 
@@ -62,6 +63,8 @@ class FitnessContext:
     flagged: bool
     rejected: bool
     meta: Mapping[str, str] = field(default_factory=dict)
+    #: Each signal's ``higher_is_better`` (None where neither direction is better).
+    directions: Mapping[str, bool | None] = field(default_factory=dict)
 
 
 class FitnessFunction(Protocol):
@@ -97,10 +100,16 @@ class PassRate:
         return {"score": metrics.get(config["rate"], 0.0), "details": {}}
 
 
+#: Keys of ``weighted`` that weigh an objective: ``objective_<name>`` (any sign).
+OBJECTIVE_PREFIX = "objective_"
+
+
 class Weighted:
     """``combined_score`` = success_bonus·[all passed] + pass_rate_weight·pass_rate
-    + coverage_weight·line_coverage - time_penalty·seconds - token_penalty·tokens,
-    clamped at 0."""
+    + coverage_weight·line_coverage - time_penalty·seconds - token_penalty·tokens
+    + speedup_weight·speedup - bench_penalty·bench_median_s
+    + Σ objective_<name>·(signal objective_<name>), clamped at 0. An unmeasured signal adds
+    nothing. Objective weights may be negative (for an objective where lower is better)."""
 
     name: ClassVar[str] = "weighted"
     options: ClassVar[Mapping[str, Option]] = {
@@ -109,7 +118,13 @@ class Weighted:
         "coverage_weight": Option(0.0, "weight of line coverage (0-1)", minimum=0.0),
         "time_penalty": Option(0.0, "subtracted per second of wall time", minimum=0.0),
         "token_penalty": Option(0.0, "subtracted per LLM token (meta tokens_*)", minimum=0.0),
+        "speedup_weight": Option(0.0, "weight of speedup over the reference", minimum=0.0),
+        "bench_penalty": Option(0.0, "subtracted per second of bench_median_s", minimum=0.0),
         "rate": PassRate.options["rate"],
+    }
+    #: Keys by prefix: the weight of each objective's signal.
+    patterns: ClassVar[Mapping[str, Option]] = {
+        OBJECTIVE_PREFIX: Option(0.0, "weight of the signal of that name (objective_<name>)"),
     }
 
     def score(
@@ -122,10 +137,74 @@ class Weighted:
             "time": -config["time_penalty"] * metrics.get("duration_s", 0.0),
             "tokens": -config["token_penalty"] * metrics.get("tokens", 0.0),
         }
+        if config["speedup_weight"]:
+            parts["speedup"] = config["speedup_weight"] * metrics.get("speedup", 0.0)
+        if config["bench_penalty"]:
+            parts["bench"] = -config["bench_penalty"] * metrics.get("bench_median_s", 0.0)
+        for key, weight in config.items():
+            if key.startswith(OBJECTIVE_PREFIX) and weight:
+                parts[key] = weight * metrics.get(key, 0.0)
         return {"score": max(0.0, sum(parts.values())), "details": parts}
 
 
-BUILTIN: Mapping[str, type[FitnessFunction]] = {"weighted": Weighted, "pass_rate": PassRate}
+class ObjectiveFitness:
+    """``combined_score`` = one objective (``objective``: a name given to ``--objective``, or
+    a signal such as ``speedup``), gated by correctness: with ``gate`` ``threshold`` it counts
+    only when the pass rate reaches ``required_pass_rate`` (else 0); with ``multiply`` it is
+    multiplied by the pass rate. A lower-is-better objective (``--objective-min``,
+    ``bench_median_s``; or ``direction`` ``min``) counts as 1/(1+v) for v >= 0 and 1-v below
+    (positive, and higher for lower v); a higher-is-better one as v clamped at 0. An
+    unmeasured objective scores 0."""
+
+    name: ClassVar[str] = "objective"
+    options: ClassVar[Mapping[str, Option]] = {
+        "objective": Option("", "the objective's name (radii, or objective_radii, speedup...)"),
+        "gate": Option("threshold", "how correctness gates it", choices=("threshold", "multiply")),
+        "required_pass_rate": Option(1.0, "threshold gate: the pass rate needed", minimum=0.0),
+        "direction": Option(
+            "auto", "auto: the signal's own direction", choices=("auto", "max", "min")
+        ),
+        "rate": PassRate.options["rate"],
+    }
+
+    @staticmethod
+    def check(config: Mapping[str, Any]) -> None:
+        if not str(config["objective"]).strip():
+            raise ConfigError(
+                "fitness 'objective': key 'objective' must name the objective "
+                "(--fitness-config objective=NAME)"
+            )
+        if config["required_pass_rate"] > 1.0:
+            raise ConfigError("fitness 'objective': key 'required_pass_rate' must be at most 1")
+
+    def score(
+        self, metrics: Mapping[str, float], config: Mapping[str, Any], context: FitnessContext
+    ) -> Mapping[str, Any]:
+        wanted = str(config["objective"]).strip()
+        key = wanted if wanted in metrics else OBJECTIVE_PREFIX + wanted
+        rate = metrics.get(config["rate"], 0.0)
+        value = metrics.get(key)
+        if value is None:
+            return {"score": 0.0, "details": {"objective_missing": 1.0, "pass_rate": rate}}
+        direction = config["direction"]
+        if direction == "auto":
+            direction = "min" if context.directions.get(key) is False else "max"
+        if direction == "min":
+            counted = 1.0 / (1.0 + value) if value >= 0 else 1.0 - value
+        else:
+            counted = max(value, 0.0)
+        if config["gate"] == "multiply":
+            score = counted * rate
+        else:
+            score = counted if rate >= config["required_pass_rate"] else 0.0
+        return {"score": score, "details": {"objective": value, "pass_rate": rate}}
+
+
+BUILTIN: Mapping[str, type[FitnessFunction]] = {
+    "weighted": Weighted,
+    "pass_rate": PassRate,
+    "objective": ObjectiveFitness,
+}
 
 
 @dataclass(frozen=True)
@@ -150,7 +229,15 @@ class Fitness:
     ) -> None:
         self.function = load_function(name)
         self.name = getattr(self.function, "name", name)
-        self.config = validate_config(self.name, self.function.options, config or {})
+        self.config = validate_config(
+            self.name,
+            self.function.options,
+            config or {},
+            patterns=getattr(self.function, "patterns", None) or {},
+        )
+        check = getattr(self.function, "check", None)
+        if type(self.function) in BUILTIN.values() and callable(check):
+            check(self.config)
         if not math.isfinite(reject_value) or reject_value < 0:
             raise ConfigError(f"fitness reject_value must be a number >= 0, not {reject_value}")
         self.reject_value = float(reject_value)
@@ -180,6 +267,7 @@ class Fitness:
             flagged=result.integrity.flagged,
             rejected=result.integrity.rejected,
             meta=dict(meta or {}),
+            directions={s.name: s.higher_is_better for s in result.signals},
         )
         metrics = self.metrics(result, meta)
         try:
@@ -284,16 +372,30 @@ def _instance(name: str, factory: Any) -> FitnessFunction:
 
 
 def validate_config(
-    name: str, options: Mapping[str, Option], config: Mapping[str, Any]
+    name: str,
+    options: Mapping[str, Option],
+    config: Mapping[str, Any],
+    *,
+    patterns: Mapping[str, Option] | None = None,
 ) -> dict[str, Any]:
-    unknown = sorted(set(config) - set(options))
+    """``config`` checked against ``options``; ``patterns`` allow further keys by prefix
+    (``objective_<name>``), each of that Option's kind."""
+    patterns = patterns or {}
+    by_prefix = {
+        key: next(o for p, o in patterns.items() if key.startswith(p) and len(key) > len(p))
+        for key in config
+        if key not in options and any(key.startswith(p) and len(key) > len(p) for p in patterns)
+    }
+    unknown = sorted(set(config) - set(options) - set(by_prefix))
     if unknown:
-        known = ", ".join(sorted(options)) or "none"
+        known = ", ".join([*sorted(options), *(f"{p}<name>" for p in patterns)]) or "none"
         raise ConfigError(f"fitness {name!r}: unknown key {unknown[0]!r} (known: {known})")
     values: dict[str, Any] = {}
     for key, option in options.items():
         value = config.get(key, option.default)
         values[key] = _coerce(name, key, option, value)
+    for key, option in by_prefix.items():
+        values[key] = _coerce(name, key, option, config[key])
     return values
 
 
@@ -302,6 +404,10 @@ def _coerce(name: str, key: str, option: Option, value: Any) -> Any:
     if option.choices:
         if value not in option.choices:
             raise ConfigError(f"{where} must be one of {', '.join(option.choices)}, not {value!r}")
+        return value
+    if isinstance(option.default, str):
+        if not isinstance(value, str):
+            raise ConfigError(f"{where} must be a string, not {value!r}")
         return value
     if isinstance(option.default, float):
         try:

@@ -3,14 +3,17 @@
 Flagged candidates are marked, never dropped; a candidate whose fitness could not be computed
 ranks last with the error shown, never with an invented score, and so does one that was not
 scored for a reason of ours or the machine's (``infrastructure``: score it again).
+
+Objectives and speed get a column each (``speedup``, ``bench_median_s``, every
+``objective_<name>``) when any result has them; the page can chart one of them (``plot``).
 """
 
 from __future__ import annotations
 
 import html
 import os
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_scorewright.fitness import Fitness
@@ -35,6 +38,26 @@ class Row:
     ok: bool
     #: Not scored, for a reason of ours or the machine's (its ``fitness_error`` says why).
     infrastructure: bool = False
+    #: Speed and objective signals, by name, where measured (see :func:`objective_names`).
+    objectives: Mapping[str, float] = field(default_factory=dict)
+
+
+#: Signals beyond pass/fail that get a column of their own, in this order, then objectives.
+_SPEED = ("speedup", "bench_median_s")
+
+
+def _objective_signals(result: ScoreResult) -> dict[str, float]:
+    return {
+        s.name: s.value
+        for s in result.signals
+        if s.name in _SPEED or s.name.startswith("objective_")
+    }
+
+
+def objective_names(rows: Sequence[Row]) -> list[str]:
+    """The speed and objective signals any row has: one column each."""
+    found = {name for row in rows for name in row.objectives}
+    return [n for n in _SPEED if n in found] + sorted(n for n in found if n not in _SPEED)
 
 
 def rank(results: Sequence[tuple[str, ScoreResult]], fitness: Fitness) -> list[Row]:
@@ -79,6 +102,7 @@ def rank(results: Sequence[tuple[str, ScoreResult]], fitness: Fitness) -> list[R
             rejected=result.integrity.rejected,
             ok=result.ok,
             infrastructure=result.infrastructure,
+            objectives=_objective_signals(result),
         )
         for i, (_, _, _, _, label, result, score, error) in enumerate(unsorted, start=1)
     ]
@@ -121,7 +145,30 @@ def _flag_codes(result: ScoreResult) -> tuple[str, ...]:
     return tuple(r.code for r in reasons)
 
 
-def _cells(row: Row) -> list[str]:
+def _heading(name: str) -> str:
+    return {"speedup": "speedup", "bench_median_s": "bench"}.get(
+        name, name.removeprefix("objective_")
+    )
+
+
+def _objective_cell(name: str, value: float | None) -> str:
+    if value is None:
+        return "-"
+    if name == "speedup":
+        return f"{value:.2f}x"
+    if name == "bench_median_s":
+        return _seconds(value)
+    return f"{value:.4g}"
+
+
+def _seconds(value: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if value >= scale:
+            return f"{value / scale:.3g}{unit}"
+    return f"{value / 1e-9:.3g}ns"
+
+
+def _cells(row: Row, extra: Sequence[str] = ()) -> list[str]:
     if row.fitness is not None:
         fitness = _num(row.fitness)
     else:
@@ -141,13 +188,20 @@ def _cells(row: Row) -> list[str]:
         _num(row.divergence, "{:+.2f}"),
         _pct(row.coverage),
         _num(row.seconds, "{:.2f}s"),
+        *(_objective_cell(name, row.objectives.get(name)) for name in extra),
         flag,
     ]
 
 
+def _columns(extra: Sequence[str]) -> list[str]:
+    return [*COLUMNS[:-1], *(_heading(n) for n in extra), COLUMNS[-1]]
+
+
 def table(rows: Sequence[Row]) -> str:
-    grid = [list(COLUMNS), *(_cells(r) for r in rows)]
-    widths = [max(len(line[i]) for line in grid) for i in range(len(COLUMNS))]
+    extra = objective_names(rows)
+    columns = _columns(extra)
+    grid = [columns, *(_cells(r, extra) for r in rows)]
+    widths = [max(len(line[i]) for line in grid) for i in range(len(columns))]
     lines = [
         "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)).rstrip()
         for line in grid
@@ -163,14 +217,23 @@ def table(rows: Sequence[Row]) -> str:
     return "\n".join(lines + errors) + "\n"
 
 
-def page(rows: Sequence[Row], fitness_name: str) -> str:
-    """A self-contained HTML page (inline CSS and SVG; no network assets)."""
-    head = "".join(f"<th>{html.escape(c)}</th>" for c in COLUMNS)
+def page(rows: Sequence[Row], fitness_name: str, plot: str | None = None) -> str:
+    """A self-contained HTML page (inline CSS and SVG; no network assets). ``plot``: a signal
+    (``speedup``, ``objective_<name>`` or just ``<name>``) charted beside the fitness."""
+    extra = objective_names(rows)
+    plotted = _plotted(rows, plot)
+    head = "".join(f"<th>{html.escape(c)}</th>" for c in _columns(extra))
     body = "".join(
         f'<tr class="{"flagged" if r.flagged else ""}">'
-        + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r))
+        + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r, extra))
         + "</tr>"
         for r in rows
+    )
+    plot_legend = (
+        f'<span><i class="swatch" style="background:{_PLOT_COLOUR}"></i>'
+        f"{html.escape(plotted)} (scaled to its largest)</span>"
+        if plotted
+        else ""
     )
     flagged = sum(bool(r.flagged) for r in rows)
     return f"""<!DOCTYPE html>
@@ -192,21 +255,41 @@ tr.flagged td:last-child {{ color: #bc4c00; font-weight: 600; }}
 <h1>scorewright leaderboard</h1>
 <p class="meta">{len(rows)} candidates ranked by fitness <code>{html.escape(fitness_name)}</code>;
 {flagged} flagged (marked, not dropped).</p>
-{_chart(rows)}
+{_chart(rows, plotted)}
 <p class="legend"><span><i class="swatch" style="background:#0969da"></i>fitness</span>
 <span><i class="swatch" style="background:#1a7f37"></i>visible pass rate</span>
 <span><i class="swatch" style="background:#8250df"></i>held-out pass rate</span>
+{plot_legend}
 <span><i class="swatch" style="background:#fff1e5;border:1px solid #bc4c00"></i>flagged</span></p>
 <table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>
 </body></html>
 """
 
 
-def _chart(rows: Sequence[Row]) -> str:
+_PLOT_COLOUR = "#bf8700"
+
+
+def _plotted(rows: Sequence[Row], plot: str | None) -> str | None:
+    """The signal name ``plot`` stands for, if any row has it (else nothing is plotted)."""
+    if not plot:
+        return None
+    names = objective_names(rows)
+    for name in (plot, f"objective_{plot}"):
+        if name in names:
+            return name
+    return None
+
+
+def _chart(rows: Sequence[Row], plotted: str | None = None) -> str:
     # Labels are rotated down-left from under each group: room on the left and below.
     bar, gap, top, height, left, below = 14, 18, 20, 180, 110, 100
     scale = max([1.0, *(r.fitness or 0.0 for r in rows)])
-    width = left + len(rows) * (3 * bar + gap) + gap
+    bars = 4 if plotted else 3
+    # The plotted signal is scaled to its largest magnitude; negative values draw nothing.
+    plot_scale = max(
+        [1e-300, *(abs(r.objectives.get(plotted, 0.0)) for r in rows)] if plotted else [1.0]
+    )
+    width = left + len(rows) * (bars * bar + gap) + gap
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" '
         f'height="{top + height + below}" role="img" '
@@ -217,28 +300,30 @@ def _chart(rows: Sequence[Row]) -> str:
         f'<text x="{left - 6}" y="{top + height}" font-size="10" text-anchor="end">0</text>',
     ]
     for i, row in enumerate(rows):
-        x = left + gap + i * (3 * bar + gap)
+        x = left + gap + i * (bars * bar + gap)
         if row.flagged:
             parts.append(
-                f'<rect x="{x - 4}" y="{top}" width="{3 * bar + 8}" height="{height}" '
+                f'<rect x="{x - 4}" y="{top}" width="{bars * bar + 8}" height="{height}" '
                 'fill="#fff1e5" stroke="#bc4c00" stroke-dasharray="3,2"/>'
             )
-        for j, (value, colour) in enumerate(
-            (
-                ((row.fitness or 0.0) / scale, "#0969da"),
-                (row.visible or 0.0, "#1a7f37"),
-                (row.heldout or 0.0, "#8250df"),
-            )
-        ):
+        series = [
+            ((row.fitness or 0.0) / scale, "#0969da"),
+            (row.visible or 0.0, "#1a7f37"),
+            (row.heldout or 0.0, "#8250df"),
+        ]
+        if plotted:
+            series.append((row.objectives.get(plotted, 0.0) / plot_scale, _PLOT_COLOUR))
+        for j, (value, colour) in enumerate(series):
             h = max(0.0, min(1.0, value)) * height
             parts.append(
                 f'<rect x="{x + j * bar}" y="{top + height - h:.1f}" width="{bar - 2}" '
                 f'height="{h:.1f}" fill="{colour}"/>'
             )
         name = html.escape(row.candidate[:16])
+        middle = bars * bar / 2
         parts.append(
-            f'<text x="{x + 1.5 * bar}" y="{top + height + 14}" font-size="10" '
-            f'text-anchor="end" transform="rotate(-35 {x + 1.5 * bar} {top + height + 14})">'
+            f'<text x="{x + middle}" y="{top + height + 14}" font-size="10" '
+            f'text-anchor="end" transform="rotate(-35 {x + middle} {top + height + 14})">'
             f"#{row.rank} {name}</text>"
         )
     parts.append("</svg>")

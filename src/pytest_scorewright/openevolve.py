@@ -148,7 +148,14 @@ class ScorewrightOpenEvolve:
         self.fitness = fitness
         self.meta = dict(meta or {})
         visible = [nodeid for nodeid, _ in evaluator.expected_visible]
-        self.stage1_ids = visible[: max(1, math.ceil(len(visible) * stage1_fraction))]
+        share = set(visible[: max(1, math.ceil(len(visible) * stage1_fraction))])
+        # Stage 1 also runs every visible test that benchmarks or submits a value for an
+        # objective (as the reference did): a fitness of speed or an objective would score a
+        # stage without them 0, and cascade evaluation would drop every program.
+        measuring = {n for heldout, n in evaluator.bench_reference if not heldout} | {
+            test for suite, test, _ in evaluator.submission_counts if suite == "visible"
+        }
+        self.stage1_ids = [n for n in visible if n in share or n in measuring]
 
     def evaluate(self, program_path: str) -> Any:
         """Full evaluation: visible and held-out tests."""
@@ -210,9 +217,14 @@ def evaluator(
     memory_mb: int = 2048,
     meta: Mapping[str, str] | None = None,
     retries: int = 1,
+    objectives: Mapping[str, Any] | None = None,
+    isolation: str = "auto",
 ) -> ScorewrightOpenEvolve:
     """The warm evaluator for this process: built once per configuration, reused by every
-    re-import of the evaluation file and by every worker thread."""
+    re-import of the evaluation file and by every worker thread. ``objectives`` as for
+    :class:`~pytest_scorewright.evaluator.Evaluator` (name -> ``"PATH:FUNCTION"``...): each
+    becomes the metric ``scorewright_objective_<name>``, and with ``fitness="objective"``
+    (``fitness_config={"objective": name}``) the ``combined_score``."""
     if not 0 < stage1_fraction <= 1:
         raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
     key = (
@@ -230,6 +242,8 @@ def evaluator(
         memory_mb,
         tuple(sorted((meta or {}).items())),
         retries,
+        tuple(sorted((k, repr(v)) for k, v in (objectives or {}).items())),
+        isolation,
         os.getpid(),  # a forked worker process builds its own
     )
     with _cache_lock:
@@ -244,6 +258,8 @@ def evaluator(
                 fail_closed=fail_closed,
                 warn_only=warn_only,
                 support_files=support_files,
+                objectives=objectives,
+                isolation=isolation,
             )
             _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta, retries)
         return _cache[key]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 from pytest_scorewright import hooks
+from pytest_scorewright.child import bench
 from pytest_scorewright.child.anchors import Scorewright
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.collector import ScoreCollector
@@ -52,6 +53,13 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", HELDOUT_MARKER)
+    # Our benchmark fixture steps aside for pytest-benchmark's (whose own hooks refuse any
+    # other `benchmark` fixture); otherwise tests written for it run on ours unchanged.
+    if not bench.benchmark_plugin_active(config) and not config.pluginmanager.has_plugin(
+        bench.PLUGIN_NAME
+    ):
+        config.addinivalue_line("markers", bench.MARKER)
+        config.pluginmanager.register(bench, bench.PLUGIN_NAME)
     settings = PluginSettings.from_config(config)
     if not settings.active:
         return

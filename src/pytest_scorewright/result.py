@@ -35,6 +35,8 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 #    + tests[].outcome not_applicable: a test the reference skips or xfails (or fails, baseline)
 #    + tests[].reference_outcome: the reference's own outcome of a not_applicable test
 #    + limits.test_timeout_s: the per-test limit in force (pytest-timeout), 0 for none
+#    + tests[].benchmark: the benchmark fixture's figures per call (median_s, min_s, ...)
+#    + objectives: each objective's value from submitted values, or why it has none
 SCHEMA_VERSION = 2
 #: Versions this code reads (fields a version lacks take their defaults).
 READABLE_VERSIONS = (1, 2)
@@ -100,6 +102,19 @@ class Signal:
 
 
 @dataclass(frozen=True)
+class Benchmark:
+    """A test's benchmark figures, per call of the benchmarked function (child/bench.py):
+    round trips to the candidate's process already subtracted (``overhead_s`` per call)."""
+
+    median_s: float
+    min_s: float
+    iqr_s: float
+    rounds: int
+    iterations: int = 1
+    overhead_s: float = 0.0
+
+
+@dataclass(frozen=True)
 class TestRecord:
     """What happened to one collected test node."""
 
@@ -119,6 +134,8 @@ class TestRecord:
     credited: bool = True
     #: For a ``not_applicable`` test: what the reference's run of it was (results/applicable.py).
     reference_outcome: Outcome | None = None
+    #: The benchmark fixture's figures, when the test used it.
+    benchmark: Benchmark | None = None
 
     @property
     def passed(self) -> bool:
@@ -159,6 +176,20 @@ class CollectionError:
 
 
 @dataclass(frozen=True)
+class ObjectiveResult:
+    """One objective (``--objective NAME=PATH:FUNCTION``): the value its trusted function gave
+    the submitted values (the mean when several were), or None with the ``error`` that says
+    why; the signal ``objective_<name>`` carries the same value."""
+
+    name: str
+    value: float | None
+    higher_is_better: bool
+    #: Submitted values scored (from credited tests only).
+    submissions: int
+    error: str | None = None
+
+
+@dataclass(frozen=True)
 class ScoreResult:
     """A scored test run. Build one with :func:`pytest_scorewright.results.measure.build_result`."""
 
@@ -176,6 +207,7 @@ class ScoreResult:
     infrastructure: bool = False
     schema_version: int = SCHEMA_VERSION
     extra: Mapping[str, Any] = field(default_factory=dict)
+    objectives: tuple[ObjectiveResult, ...] = ()
 
     def signal(self, name: str) -> float | None:
         """The value of signal ``name``, or None when it was not measured."""
@@ -217,6 +249,11 @@ class ScoreResult:
             },
             "limits": dict(self.limits) if self.limits is not None else None,
             "environment": dict(self.environment),
+            **(
+                {"objectives": [_objective_to_dict(o) for o in self.objectives]}
+                if self.objectives
+                else {}
+            ),
             **({"extra": dict(self.extra)} if self.extra else {}),
         }
 
@@ -322,7 +359,53 @@ def _test_to_dict(t: TestRecord) -> dict[str, Any]:
     d["credited"] = t.credited
     if t.reference_outcome is not None:
         d["reference_outcome"] = t.reference_outcome
+    if t.benchmark is not None:
+        b = t.benchmark
+        d["benchmark"] = {
+            "median_s": b.median_s,
+            "min_s": b.min_s,
+            "iqr_s": b.iqr_s,
+            "rounds": b.rounds,
+            "iterations": b.iterations,
+            "overhead_s": b.overhead_s,
+        }
     return d
+
+
+def _objective_to_dict(o: ObjectiveResult) -> dict[str, Any]:
+    return {
+        "name": o.name,
+        "value": o.value,
+        "higher_is_better": o.higher_is_better,
+        "submissions": o.submissions,
+        "error": o.error,
+    }
+
+
+def _benchmark_from(data: Any) -> Benchmark | None:
+    if data is None:
+        return None
+    b = _expect(data, dict, "benchmark")
+    return Benchmark(
+        median_s=_number(b["median_s"], "benchmark median_s"),
+        min_s=_number(b["min_s"], "benchmark min_s"),
+        iqr_s=_number(b["iqr_s"], "benchmark iqr_s"),
+        rounds=_expect(b["rounds"], int, "benchmark rounds"),
+        iterations=_expect(b.get("iterations", 1), int, "benchmark iterations"),
+        overhead_s=_number(b.get("overhead_s", 0.0), "benchmark overhead_s"),
+    )
+
+
+def _objective_from(o: Any) -> ObjectiveResult:
+    o = _expect(o, dict, "objective")
+    value = o.get("value")
+    return ObjectiveResult(
+        name=_expect(o["name"], str, "objective name"),
+        value=None if value is None else _number(value, f"objective {o['name']!r}"),
+        higher_is_better=_expect(o["higher_is_better"], bool, "objective higher_is_better"),
+        submissions=_expect(o.get("submissions", 0), int, "objective submissions"),
+        error=_expect(o.get("error"), (str, type(None)), "objective error"),
+    )
 
 
 def _describe(exc: Exception) -> str:
@@ -385,6 +468,7 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
                 if t.get("reference_outcome") is not None
                 else None
             ),
+            benchmark=_benchmark_from(t.get("benchmark")),
         )
         for t in _expect(d["tests"], list, "tests")
     )
@@ -419,4 +503,7 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
         infrastructure=_expect(d.get("infrastructure", False), bool, "infrastructure"),
         schema_version=SCHEMA_VERSION,
         extra=_expect(d.get("extra", {}), dict, "extra"),
+        objectives=tuple(
+            _objective_from(o) for o in _expect(d.get("objectives", []), list, "objectives")
+        ),
     )

@@ -29,7 +29,7 @@ from typing import Any
 
 from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.fitness import Fitness
+from pytest_scorewright.fitness import Fitness, parse_pairs
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.openevolve import artifacts
 from pytest_scorewright.result import ScoreResult, write_atomic
@@ -94,6 +94,18 @@ def add_shinka_arguments(
     parser.add_argument("--module", default=defaults.get("module", "solution"))
     parser.add_argument("--timeout", type=float, default=defaults.get("timeout", 60.0))
     parser.add_argument("--fitness", default=defaults.get("fitness", "weighted"))
+    parser.add_argument(
+        "--fitness-config",
+        action="append",
+        metavar="KEY=VALUE",
+        default=[f"{k}={v}" for k, v in dict(defaults.get("fitness_config") or {}).items()],
+        help="A fitness setting (repeatable), e.g. objective=radii with --fitness objective",
+    )
+    from pytest_scorewright.cli import add_objective_options
+
+    add_objective_options(parser)
+    # shinka_main(objectives={...}) keeps its objectives apart from the command line's.
+    parser.set_defaults(objectives=dict(defaults.get("objectives") or {}))
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument(
         "--warn-only", action="store_true", default=defaults.get("warn_only", False)
@@ -125,7 +137,7 @@ def run_shinka(args: argparse.Namespace) -> int:
         if result is None or result.infrastructure:
             _write_unscored(args.results_dir, result, error)
             return EXIT_NOT_SCORED
-        write_shinka(args.results_dir, result, Fitness(args.fitness))
+        write_shinka(args.results_dir, result, _fitness(args))
     except ScorewrightError as exc:
         out = Path(args.results_dir)
         write_atomic(out / "correct.json", json.dumps({"correct": False, "error": str(exc)}) + "\n")
@@ -134,6 +146,16 @@ def run_shinka(args: argparse.Namespace) -> int:
         print(f"scorewright: error: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _fitness(args: argparse.Namespace) -> Fitness:
+    return Fitness(args.fitness, parse_pairs(list(args.fitness_config or []), "--fitness-config"))
+
+
+def _objectives(args: argparse.Namespace) -> dict[str, Any]:
+    from pytest_scorewright.cli import objectives_from_args
+
+    return {**dict(getattr(args, "objectives", None) or {}), **objectives_from_args(args)}
 
 
 def _score(args: argparse.Namespace) -> tuple[ScoreResult | None, str]:
@@ -154,6 +176,7 @@ def _score(args: argparse.Namespace) -> tuple[ScoreResult | None, str]:
                 limits=Limits(timeout_s=args.timeout),
                 warn_only=args.warn_only,
                 fail_closed=args.fail_closed,
+                objectives=_objectives(args),
             ) as evaluator:
                 result = evaluator.score(args.program_path)
         except InfrastructureError as exc:

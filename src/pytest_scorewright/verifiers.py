@@ -43,7 +43,8 @@ from pytest_scorewright.result import ScoreResult
 _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 #: Every error this adapter raises for a reason of ours starts so (a retry rule can match it).
 INFRASTRUCTURE_PREFIX = "scorewright: not scored, for a reason of ours or the machine's"
-#: Signals recorded as keyed metrics, when measured (an unmeasured signal is left out).
+#: Signals recorded as keyed metrics, when measured (an unmeasured signal is left out), with
+#: every objective_<name>.
 SIGNALS = (
     "pass_rate",
     "visible_pass_rate",
@@ -51,6 +52,8 @@ SIGNALS = (
     "heldout_divergence",
     "line_coverage",
     "duration_s",
+    "speedup",
+    "bench_median_s",
 )
 # Traces scored by the metric and not yet read by the reward; a bound, should a task's
 # configuration drop the reward and leave only the metric.
@@ -178,6 +181,14 @@ def keyed_scores(result: ScoreResult, outcome: FitnessOutcome) -> dict[str, floa
         for name in SIGNALS
         if (value := result.signal(name)) is not None
     }
+    # Every objective's signal, where measured (objective_<name>).
+    scores.update(
+        {
+            f"scorewright_{s.name}": s.value
+            for s in result.signals
+            if s.name.startswith("objective_")
+        }
+    )
     scores["scorewright_ok"] = float(result.ok)
     scores["scorewright_flagged"] = float(result.integrity.flagged)
     scores["scorewright_rejected"] = float(result.integrity.rejected)

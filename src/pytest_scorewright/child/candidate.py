@@ -236,6 +236,8 @@ class CandidateServer:
         return value
 
     def _serve(self, op: str, request: dict[str, Any]) -> Any:
+        if op == "ping":  # a null round trip: the benchmark fixture's calibration
+            return None
         if op == "import":
             return self.encode(importlib.import_module(str(request["module"])))
         if op == "check":  # the end of a test: what the candidate replaced here, as evidence

@@ -68,7 +68,7 @@ _PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
 def watched() -> tuple[tuple[str, str, str], ...]:
     """Every (module, class or "", attribute) the monitor snapshots. Our own are named from
     the objects themselves, so a moved module moves its entry with it."""
-    from pytest_scorewright.child import anchors, recheck
+    from pytest_scorewright.child import anchors, bench, recheck
     from pytest_scorewright.child.reporter import ChildReporter  # it imports this module
 
     ours: list[tuple[str, str, str]] = [
@@ -94,6 +94,22 @@ def watched() -> tuple[tuple[str, str, str], ...]:
         )
     ]
     ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.expect.__name__))
+    ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.submit.__name__))
+    # The benchmark fixture's clock, bound before any candidate code, and what times with it.
+    ours.append((bench.__name__, "", "_clock"))
+    ours += [
+        (bench.__name__, "BenchmarkFixture", method.__name__)
+        for method in (
+            bench.BenchmarkFixture.__call__,
+            bench.BenchmarkFixture.pedantic,
+            bench.BenchmarkFixture._auto,
+            bench.BenchmarkFixture._record,
+        )
+    ]
+    ours += [
+        (bench.__name__, "RoundTrips", method.__name__)
+        for method in (bench.RoundTrips.count, bench.RoundTrips.sample, bench.RoundTrips.seconds)
+    ]
     ours += [
         (function.__module__, "", function.__name__)
         for function in (
@@ -101,6 +117,10 @@ def watched() -> tuple[tuple[str, str, str], ...]:
             send,
             anchors.encode,
             anchors.make_anchor,
+            anchors.submission,
+            bench._timed_round,
+            bench.summarize,
+            bench.round_trips,
             recheck.check,
             recheck.call,
             recheck.module_start,
@@ -399,9 +419,8 @@ class Monitor:
             if _lookup(*key) is not before and key not in self.changed:
                 self.changed.add(key)
                 name = ".".join(part for part in key if part)
-                code = (
-                    "timer_patched" if key[0] == "time" or "timing" in key[0] else "pytest_tampered"
-                )
+                timer = key[0] == "time" or "timing" in key[0] or key[2] == "_clock"
+                code = "timer_patched" if timer else "pytest_tampered"
                 self.finding(code, f"{name} was replaced while the candidate ran")
 
     def check_stdlib(self) -> None:

@@ -37,6 +37,7 @@ import os
 import socket
 import sys
 import threading
+import time
 import types
 import warnings
 import weakref
@@ -53,6 +54,13 @@ MAX_RESTARTS = 30
 #: Modules whose exception classes are never raised here as themselves: they would end a test
 #: as skipped, or the session.
 _MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
+#: Null round trips timed as each candidate process starts, before it imports any candidate
+#: code: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
+CALIBRATION_TRIPS = 10
+#: Bound at import, before any candidate code (the test process never imports it anyway).
+_clock = time.perf_counter
+#: The session install() made, for the benchmark fixture.
+_current: Session | None = None
 
 
 class CandidateUnavailable(Exception):
@@ -91,6 +99,11 @@ class Session:
         self.classes_by_path: dict[tuple[str, str], type] = {}
         self.released: list[int] = []
         self.lock = threading.RLock()
+        #: Requests sent so far (each a round trip); the benchmark fixture counts them.
+        self.requests = 0
+        #: The fastest null round trip to the current candidate process, timed before it had
+        #: imported any candidate code: the most the benchmark fixture subtracts for one.
+        self.trusted_trip: float | None = None
 
     # -- the link -----------------------------------------------------------------------------
 
@@ -120,7 +133,28 @@ class Session:
             on_reply=_rewarn_from(self),
             on_finding=self._relay,
         )
+        trips = [self._ping(self.endpoint) for _ in range(CALIBRATION_TRIPS)]
+        timed = [t for t in trips if t is not None]
+        self.trusted_trip = min(timed) if timed else None
         return self.endpoint
+
+    def _ping(self, endpoint: Endpoint) -> float | None:
+        """The seconds of one null round trip, or None if the process went away."""
+        try:
+            started = _clock()
+            endpoint.call({"op": "ping"})
+            return _clock() - started
+        except (ChannelClosed, RemoteError):
+            return None
+
+    def ping(self) -> float | None:
+        """One null round trip to the candidate's process now (not counted as a request)."""
+        with self.lock:  # a turn like any request: a test's threads share the channel
+            return self._ping(self.connect())
+
+    def round_trips(self) -> int:
+        """Requests sent so far, each one round trip (the benchmark fixture's counter)."""
+        return self.requests
 
     def note_not_plain(self, theirs: str, ours: str) -> None:
         if self.report is not None:
@@ -165,6 +199,7 @@ class Session:
 
     def _request(self, op: str, target: Any, *, raw: bool, **fields: Any) -> Any:
         endpoint = self.connect()
+        self.requests += 1
         message: dict[str, Any] = {"op": op, **fields}
         if target is not None:
             message["target"] = self.encode(target)
@@ -856,6 +891,7 @@ def install(
     as a candidate on the end of sys.path could not shadow them either; but ``own`` (the
     modules the tests import the candidate under) are always the candidate's, even where a
     copy is installed here (child/imports.py says why)."""
+    global _current
     session = Session(socket_from_fd(spawner_fd), report)
     for loaded in list(sys.modules):  # a copy the warm parent may have imported
         if loaded.split(".", 1)[0] in own:
@@ -866,4 +902,10 @@ def install(
         if n in own or (n not in sys.modules and importlib.util.find_spec(n) is None)
     ]
     sys.meta_path.insert(0, ProxyFinder(session, [*proxied, *own]))
+    _current = session
     return session
+
+
+def current() -> Session | None:
+    """The session :func:`install` made in this process, if any."""
+    return _current

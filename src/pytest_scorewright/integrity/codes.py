@@ -65,6 +65,12 @@ CODES: Mapping[str, Code] = {
     "recheck_missing": Code(
         _T, "parent", "a test module ran without the trusted bytecode the reference ran with"
     ),
+    "benchmark_forged": Code(
+        _T,
+        "parent",
+        "benchmark figures the fixture never sends: two in a test, figures that do not fit "
+        "together, or more timed rounds than the run had been going on the parent's clock",
+    ),
     # -- the run as the parent saw it -------------------------------------------------------
     "early_exit": Code(
         _G,
@@ -91,6 +97,15 @@ CODES: Mapping[str, Code] = {
         _G, "parent", "with repeats, the first run > 3x slower than later ones: a cache"
     ),
     "anchor_not_plain": Code(_G, "parent", "an anchored value was not made of builtin types"),
+    "submission_unexpected": Code(
+        _G,
+        "parent",
+        "a value submitted for an objective in a test where the reference submitted none "
+        "(or fewer) of that name",
+    ),
+    "benchmark_noisy": Code(
+        _H, "parent", "a benchmark's per-call times vary by more than their mean"
+    ),
     "assertion_not_plain": Code(
         _G,
         "parent",
@@ -121,7 +136,9 @@ CODES: Mapping[str, Code] = {
     "pytest_tampered": Code(
         _T, "monitor", "pytest's or this package's functions replaced, or a plugin registered"
     ),
-    "timer_patched": Code(_T, "monitor", "time.perf_counter and friends replaced"),
+    "timer_patched": Code(
+        _T, "monitor", "time.perf_counter and friends (or the benchmark fixture's clock) replaced"
+    ),
     "modifies_tests": Code(_T, "monitor", "tried to write, delete or move a test file"),
     "oracle_replaced": Code(
         _T,

@@ -32,7 +32,7 @@ from pytest_scorewright._text import bound_message
 from pytest_scorewright.integrity import recheck
 from pytest_scorewright.integrity.anchors import matches
 from pytest_scorewright.integrity.codes import CODES, reason
-from pytest_scorewright.result import CollectionError, Reason, TestRecord
+from pytest_scorewright.result import Benchmark, CollectionError, Reason, TestRecord
 from pytest_scorewright.results.outcomes import OutcomeTracker
 from pytest_scorewright.sandbox import wire
 from pytest_scorewright.sandbox.wire import Anchor, ChildOutcome, PhaseReport
@@ -69,6 +69,21 @@ _SYSTEM_EXIT = re.compile(r"SystemExit(?::\s*(.*))?$", re.M)
 COLLECTION, SESSION = "<collection>", "<session>"
 #: Re-checked operands kept per run, beyond which the parent only evaluates (bounded memory).
 MAX_RECHECK_KEYS = 100_000
+#: Benchmarks' timed rounds may claim this much more than the parent's clock allows (both
+#: clocks are CLOCK_MONOTONIC; this is rounding and the stamp of the run's start).
+BENCH_SLACK_S = 0.005
+#: A benchmark whose per-call times have a coefficient of variation above this is noisy.
+NOISY_CV = 1.0
+
+
+@dataclass(frozen=True)
+class Submission:
+    """A value a test submitted for an objective (``scorewright.submit``), decoded, filed
+    under the test the parent saw running."""
+
+    test: str
+    name: str
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -121,6 +136,8 @@ class RunVerdict:
     not_plain: dict[SideKey, NotPlain] = field(default_factory=dict)
     #: Test modules that announced the trusted (instrumented) bytecode.
     instrumented: set[str] = field(default_factory=set)
+    #: Values submitted for objectives, in arrival order.
+    submissions: list[Submission] = field(default_factory=list)
 
 
 @dataclass
@@ -156,6 +173,10 @@ class _Evidence:
     instrumented: set[str] = field(default_factory=set)
     #: Tests with a passing assertion that does not hold when re-checked: failed at the end.
     broken: dict[str, str] = field(default_factory=dict)
+    benchmarks: dict[str, Benchmark] = field(default_factory=dict)
+    #: Timed rounds claimed by the benchmarks so far, in seconds.
+    bench_claimed: float = 0.0
+    submissions: list[Submission] = field(default_factory=list)
 
     def note(self, code: str, detail: str, times: int = 1) -> None:
         # One reason per code, with a count: a flood of forged reports is one finding.
@@ -204,7 +225,7 @@ def judge(
             f"the run ended during this test: {error}",
         )
     records = [
-        _with_parent_duration(record, ev.spans.get(record.nodeid))
+        _with_parent_duration(record, ev.spans.get(record.nodeid), ev.benchmarks.get(record.nodeid))
         for record in ev.tracker.records()
         if record.nodeid in ev.expected
     ]
@@ -234,6 +255,7 @@ def judge(
         plain=ev.plain,
         not_plain=ev.not_plain,
         instrumented=ev.instrumented,
+        submissions=ev.submissions,
         timing=RunTiming(
             collected_s=ev.collected_at,
             tests_s=round(max(ev.last_end - start, 0.0), 6),
@@ -335,6 +357,66 @@ def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
             "anchor_not_plain",
             f"{ev.current[:200]} anchored a {anchor.not_plain[:80]}, not a plain value",
         )
+
+
+def _on_benchmark(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    """A test's benchmark figures: one per test, consistent, and (with every benchmark before
+    it) no more timed rounds than the run has been going on the parent's clock."""
+    test = ev.current
+    if test is None:
+        ev.note("malformed_message", "benchmark figures outside a test")
+        return
+    figures = {k: message[k] for k in wire.VOCABULARY[wire.BENCHMARK].fields}
+    problem = None
+    if test in ev.benchmarks:
+        problem = "a second benchmark in one test (the fixture times once)"
+    elif figures["rounds"] < 1 or figures["iterations"] < 1:
+        problem = "a benchmark of no rounds"
+    elif not all(
+        math.isfinite(v) and v >= 0 for k, v in figures.items() if k.endswith("_s")
+    ) or not (figures["min_s"] <= figures["median_s"] <= figures["total_s"] + BENCH_SLACK_S):
+        problem = "benchmark figures that do not fit together (min, median, total)"
+    else:
+        ev.bench_claimed += figures["total_s"]
+        # Every timed round ran after the run started and before this message arrived; the
+        # parent's stamps are late, never early, so this holds however loaded the machine.
+        if ev.bench_claimed > arrived + BENCH_SLACK_S:
+            problem = (
+                f"benchmarks claim {ev.bench_claimed:.3f}s of timed rounds by the end of "
+                f"{test[:200]}, but the run had been going {arrived:.3f}s on the parent's clock"
+            )
+    if problem is not None:
+        ev.note("benchmark_forged", f"{test[:200]}: {problem}")
+        return
+    ev.benchmarks[test] = Benchmark(
+        median_s=round(float(figures["median_s"]), 9),
+        min_s=round(float(figures["min_s"]), 9),
+        iqr_s=round(float(figures["iqr_s"]), 9),
+        rounds=figures["rounds"],
+        iterations=figures["iterations"],
+        overhead_s=round(float(figures["overhead_s"]), 9),
+    )
+    mean, stdev = figures["mean_s"], figures["stdev_s"]
+    if figures["rounds"] >= 5 and mean > 0 and stdev / mean > NOISY_CV:
+        ev.note(
+            "benchmark_noisy",
+            f"{test[:200]}: per-call times vary by {stdev / mean:.0%} of their mean over "
+            f"{figures['rounds']} rounds (a loaded machine, or a candidate that varies)",
+        )
+
+
+def _on_submit(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
+    # Attributed to the test the parent saw start, whatever the message claims.
+    name = message["name"]
+    if ev.current is None or not _CODE.fullmatch(name) or "value" not in message:
+        ev.note("malformed_message", "a submitted value outside a test, or badly named")
+        return
+    try:
+        value = recheck.decode(message["value"])
+    except (recheck.Undecodable, RecursionError) as exc:
+        ev.note("malformed_message", f"a submitted value that cannot be read: {exc}")
+        return
+    ev.submissions.append(Submission(ev.current, name, value))
 
 
 def _on_finding(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
@@ -531,6 +613,8 @@ _HANDLERS: dict[str, Callable[[_Evidence, float, dict[str, Any]], None]] = {
     wire.COLLECT_ERROR: _on_collect_error,
     wire.COLLECTED: _on_collected,
     wire.ANCHOR: _on_anchor,
+    wire.BENCHMARK: _on_benchmark,
+    wire.SUBMIT: _on_submit,
     wire.FINDING: _on_finding,
     wire.CANARY: _on_canary,
     wire.RECHECK: _on_recheck,
@@ -587,7 +671,9 @@ def _signal_name(number: int) -> str:
     return name + hint
 
 
-def _with_parent_duration(record: TestRecord, span: float | None) -> TestRecord:
+def _with_parent_duration(
+    record: TestRecord, span: float | None, benchmark: Benchmark | None = None
+) -> TestRecord:
     return TestRecord(
         nodeid=record.nodeid,
         outcome=record.outcome,
@@ -596,4 +682,5 @@ def _with_parent_duration(record: TestRecord, span: float | None) -> TestRecord:
         duration_s=span if record.duration_s is not None else None,
         message=record.message,
         subtests=record.subtests,
+        benchmark=benchmark,
     )

@@ -8,15 +8,18 @@ data. Workers send both in ``workeroutput``; nothing is written on a worker.
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import time
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.child.bench import BENCH_STATS
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.settings import PluginSettings
-from pytest_scorewright.result import CollectionError, ScoreResult, write_atomic
+from pytest_scorewright.result import Benchmark, CollectionError, ScoreResult, write_atomic
 from pytest_scorewright.results.ctrf import ctrf_json
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.results.outcomes import OutcomeTracker
@@ -32,6 +35,9 @@ HELDOUT_KEY = pytest.StashKey[bool]()
 _WORKER_HELDOUT = "scorewright_heldout"
 _WORKER_COVERAGE = "scorewright_cov"
 _WORKER_SKIPS = "scorewright_collect_skips"
+#: Attribute of a call report with the benchmark fixture's figures: extra report attributes
+#: travel with the report to the xdist controller, as HELDOUT_ATTR does.
+BENCH_ATTR = "scorewright_benchmark"
 
 
 class ScoreCollector:
@@ -59,6 +65,7 @@ class ScoreCollector:
         self.started: float | None = None
         self.result: ScoreResult | None = None
         self.write_error: str | None = None
+        self.benchmarks: dict[str, Benchmark] = {}
 
     # -- every process that runs tests -----------------------------------------------------
 
@@ -101,6 +108,9 @@ class ScoreCollector:
         report = yield
         if item.stash.get(HELDOUT_KEY, False):
             setattr(report, HELDOUT_ATTR, True)
+        stats = item.stash.get(BENCH_STATS, None)
+        if stats is not None and report.when == "call":
+            setattr(report, BENCH_ATTR, dict(stats))
         return report
 
     # -- the reporting process (no xdist, or the xdist controller) ---------------------------
@@ -108,6 +118,9 @@ class ScoreCollector:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if not self.is_worker:
             self.tracker.add(reduce_report(report))
+            figures = _benchmark(getattr(report, BENCH_ATTR, None))
+            if figures is not None:
+                self.benchmarks[report.nodeid] = figures
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: list[str]) -> None:
@@ -142,8 +155,14 @@ class ScoreCollector:
                 self._workeroutput()[_WORKER_COVERAGE] = self.coverage.dumps()
             return
         duration = time.perf_counter() - self.started if self.started is not None else None
+        records = [
+            dataclasses.replace(r, benchmark=self.benchmarks[r.nodeid])
+            if r.nodeid in self.benchmarks
+            else r
+            for r in self.tracker.records()
+        ]
         self.result = build_result(
-            self.tracker.records(),
+            records,
             mode="plugin",
             duration_s=duration,
             coverage=self.coverage.figures() if self.coverage is not None else None,
@@ -184,3 +203,23 @@ class ScoreCollector:
     def _workeroutput(self) -> dict[str, Any]:
         output: dict[str, Any] = self.config.workeroutput  # type: ignore[attr-defined]
         return output
+
+
+def _benchmark(stats: Any) -> Benchmark | None:
+    """The figures a call report carries, if well formed (plugin mode trusts the run, but a
+    result file must never hold a NaN)."""
+    if not isinstance(stats, dict):
+        return None
+    try:
+        figures = Benchmark(
+            median_s=float(stats["median_s"]),
+            min_s=float(stats["min_s"]),
+            iqr_s=float(stats["iqr_s"]),
+            rounds=int(stats["rounds"]),
+            iterations=int(stats["iterations"]),
+            overhead_s=float(stats["overhead_s"]),
+        )
+    except (KeyError, TypeError, ValueError):
+        return None
+    numbers = (figures.median_s, figures.min_s, figures.iqr_s, figures.overhead_s)
+    return figures if all(math.isfinite(n) and n >= 0 for n in numbers) else None

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright._text import bound_message, excerpt
+from pytest_scorewright.integrity.codes import reason
 from pytest_scorewright.integrity.memorised import SuiteLiterals, memorised_reasons
 from pytest_scorewright.integrity.reasons import Baseline, assess, repeat_reasons
 from pytest_scorewright.integrity.relative import TrustedRun
@@ -14,7 +15,8 @@ from pytest_scorewright.integrity.static_scan import SourceScan, scan_path
 from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import Policy, ScoreResult, Signal
-from pytest_scorewright.results.measure import build_result
+from pytest_scorewright.results.measure import BenchReference, build_result
+from pytest_scorewright.results.objectives import ObjectiveSet, take_submissions
 from pytest_scorewright.sandbox import guarantees
 from pytest_scorewright.sandbox.wire import ChildOutcome
 from pytest_scorewright.sandbox.workspace import CopyReport
@@ -40,15 +42,36 @@ def assemble(
     reference_config: Sequence[str] = (),
     literals: SuiteLiterals | None = None,
     reference_failures: int | None = None,
+    bench_reference: BenchReference | None = None,
+    objectives: ObjectiveSet | None = None,
+    submission_counts: Mapping[tuple[str, str, str], int] | None = None,
 ) -> ScoreResult:
     """The ScoreResult of one candidate: records of every run, integrity reasons from every
     source (relative to what the reference did: ``trusted``, ``reference_source``,
-    ``reference_config``, the suite's ``literals``), signals, and what the sandbox was
-    (``limits``). ``reference_failures``: with the reference as a baseline, how many tests it
-    fails (not applicable to any candidate)."""
+    ``reference_config``, the suite's ``literals``), signals (``speedup`` against the
+    reference's ``bench_reference``; ``objectives`` scored from the submissions the
+    reference's ``submission_counts`` allow), and what the sandbox was (``limits``).
+    ``reference_failures``: with the reference as a baseline, how many tests it fails (not
+    applicable to any candidate)."""
     records = [r for _, (verdict, _) in runs for r in verdict.records]
     errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
     repeat_found, repeat_figures = repeat_reasons(repeat_times)
+    # With the candidate in the test process it could send submissions of its own; apart,
+    # only the trusted tests can, however many they make.
+    submitted, refused, first = take_submissions(
+        [(name, v.submissions, v.records) for name, (v, _) in runs],
+        submission_counts if isolation[0] == "in-process" else None,
+    )
+    unexpected = (
+        [
+            reason(
+                "submission_unexpected",
+                f"{refused} submitted value(s) beyond the reference's, first {first}: not scored",
+            )
+        ]
+        if refused
+        else []
+    )
     reasons = assess(
         records,
         [(name, verdict) for name, (verdict, _) in runs],
@@ -57,6 +80,7 @@ def assemble(
         baseline=baseline,
         extra=[
             *repeat_found,
+            *unexpected,
             *(memorised_reasons(candidate, literals) if literals is not None else []),
         ],
         trusted=trusted,
@@ -83,6 +107,8 @@ def assemble(
         extra_signals=extra_signals,
         policy=policy,
         extra={"candidate": str(candidate), "output": excerpt(observed[0].output)},
+        bench_reference=bench_reference,
+        objectives=(lambda credited: objectives.score(submitted, credited)) if objectives else None,
     )
 
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import dataclasses
 import datetime as _dt
 import functools
+import math
 import platform
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
@@ -21,6 +22,7 @@ from pytest_scorewright.result import (
     CollectionError,
     Integrity,
     Mode,
+    ObjectiveResult,
     Policy,
     Reason,
     ScoreResult,
@@ -31,6 +33,13 @@ from pytest_scorewright.results.bound import within_bound
 
 #: Outcomes that mean the test body was never exercised.
 NOT_EXECUTED = frozenset({"skipped", "not_run"})
+
+#: Reference medians of benchmarked tests, by (held out, node id): the baseline of speedup.
+BenchReference = Mapping[tuple[bool, str], float]
+#: Scores objectives from the records the policy left credited (results/objectives.py).
+ObjectiveScorer = Callable[
+    [Sequence[TestRecord]], tuple[Sequence[Signal], Sequence[ObjectiveResult]]
+]
 
 
 @dataclass(frozen=True)
@@ -63,6 +72,7 @@ def build_signals(
     duration_s: float | None,
     coverage: CoverageFigures | None = None,
     counts_known: bool = True,
+    bench_reference: BenchReference | None = None,
 ) -> list[Signal]:
     """Measure what can be measured; leave out what cannot (never a 0 in its place)."""
     signals: list[Signal] = []
@@ -94,6 +104,36 @@ def build_signals(
             signals.append(Signal("line_coverage", coverage.line, "ratio", True))
         if coverage.branch is not None:
             signals.append(Signal("branch_coverage", coverage.branch, "ratio", True))
+    signals += benchmark_signals(records, bench_reference)
+    return signals
+
+
+def _geometric_mean(values: Sequence[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values))
+
+
+def benchmark_signals(
+    records: Sequence[TestRecord], reference: BenchReference | None = None
+) -> list[Signal]:
+    """``bench_median_s``: the geometric mean of the benchmarked tests' median call times;
+    ``speedup``: the geometric mean of reference median / candidate median over the tests
+    both benchmarked. Only tests that passed and were credited count: a wrong answer or a
+    run whose outcomes cannot be trusted earns no speed."""
+    timed = [r for r in records if r.benchmark is not None and r.passed]
+    medians = [r.benchmark.median_s for r in timed if r.benchmark and r.benchmark.median_s > 0]
+    signals: list[Signal] = []
+    if medians:
+        signals.append(Signal("bench_median_s", _geometric_mean(medians), "s", False))
+    if reference is not None:
+        ratios = [
+            reference[(r.heldout, r.nodeid)] / r.benchmark.median_s
+            for r in timed
+            if r.benchmark is not None
+            and r.benchmark.median_s > 0
+            and reference.get((r.heldout, r.nodeid), 0.0) > 0
+        ]
+        if ratios:
+            signals.append(Signal("speedup", _geometric_mean(ratios), "ratio", True))
     return signals
 
 
@@ -127,12 +167,16 @@ def build_result(
     policy: Policy = "default",
     extra: Mapping[str, Any] | None = None,
     infrastructure: bool = False,
+    bench_reference: BenchReference | None = None,
+    objectives: ObjectiveScorer | None = None,
 ) -> ScoreResult:
     """Assemble a ScoreResult. ``error`` is a one-line reason the run is not a full measurement.
 
     In plugin mode a collection error leaves the number of tests unknown, so no count or rate
     is reported; the evaluator knows its expected tests from a trusted collection and passes
     ``counts_known=True``. ``policy`` decides what the reasons do (:func:`apply_policy`).
+    Benchmark signals (``speedup`` against ``bench_reference``) and ``objectives`` are
+    measured on the records as the policy left them: only credited tests count.
     """
     if counts_known is None:
         counts_known = not collection_errors
@@ -144,15 +188,24 @@ def build_result(
         )
     all_reasons = [*heldout_reasons(records), *reasons]
     records, integrity = apply_policy(records, all_reasons, policy)
+    objective_signals: Sequence[Signal] = ()
+    objective_results: Sequence[ObjectiveResult] = ()
+    if objectives is not None:
+        objective_signals, objective_results = objectives(records)
     result = ScoreResult(
         ok=error is None,
         error=error,
         mode=mode,
         signals=(
             *build_signals(
-                records, duration_s=duration_s, coverage=coverage, counts_known=counts_known
+                records,
+                duration_s=duration_s,
+                coverage=coverage,
+                counts_known=counts_known,
+                bench_reference=bench_reference,
             ),
             *extra_signals,
+            *objective_signals,
         ),
         tests=tuple(records),
         integrity=integrity,
@@ -161,6 +214,7 @@ def build_result(
         collection_errors=tuple(collection_errors),
         infrastructure=infrastructure and error is not None,
         extra=dict(extra or {}),
+        objectives=tuple(objective_results),
     )
     return within_bound(result)
 

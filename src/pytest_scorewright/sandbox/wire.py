@@ -281,6 +281,8 @@ COLLECTED = "collected"
 COLLECT_ERROR = "collect_error"
 REPORT = "report"
 ANCHOR = "anchor"
+BENCHMARK = "benchmark"
+SUBMIT = "submit"
 FINDING = "finding"
 CANARY = "canary"
 RECHECK = "recheck"
@@ -343,6 +345,32 @@ VOCABULARY: Mapping[str, MessageKind] = {
                 "abs": (float, _NONE),
                 "not_plain": (str, _NONE),
             },
+        ),
+        MessageKind(
+            BENCHMARK,
+            "benchmark fixture",
+            "the running test's benchmark figures, per call, on the test process's clock "
+            "bound before the candidate was imported (child/bench.py)",
+            {
+                "rounds": _INT,
+                "iterations": _INT,
+                "median_s": _NUMBER,
+                "min_s": _NUMBER,
+                "iqr_s": _NUMBER,
+                "mean_s": _NUMBER,
+                "stdev_s": _NUMBER,
+                "total_s": _NUMBER,
+                "overhead_s": _NUMBER,
+            },
+            optional={"nodeid": _STR},
+        ),
+        MessageKind(
+            SUBMIT,
+            "scorewright fixture",
+            "a value of the running test for a trusted objective to score (scorewright.submit); "
+            "its 'value' is any tagged JSON (child/anchors.py), read by the parent's decoder",
+            {"name": _STR},
+            optional={"nodeid": _STR},
         ),
         MessageKind(
             FINDING,

@@ -1,0 +1,386 @@
+"""The ``benchmark`` fixture: pytest-benchmark's calling convention, timed where the candidate
+cannot reach the clock.
+
+A test written for pytest-benchmark runs unchanged::
+
+    def test_sort_speed(benchmark):
+        result = benchmark(solution.sort, list(range(1000, 0, -1)))
+        assert result == sorted(result)
+
+    def test_exact(benchmark):
+        benchmark.pedantic(solution.sort, args=([3, 1, 2],), rounds=50, iterations=10)
+
+The fixture is provided when pytest-benchmark is not active (plugin.py); when it is, it is
+pytest-benchmark's and these figures are not taken.
+
+How it measures:
+
+- the clock is ``time.perf_counter`` as bound when this module was imported: our plugin
+  imports it when pytest loads plugins, before any test module (and so any candidate code)
+  is imported. Replacing ``time.perf_counter`` later changes nothing here, and is tamper
+  evidence (child/monitor.py); replacing this module's binding is too (it is watched);
+- ``benchmark(fn, ...)`` calibrates: iterations per round until a round takes at least
+  ``min_time``, then rounds until ``max_time`` is spent (and at least ``min_rounds``), with a
+  hard stop at :data:`HARD_STOP` times ``max_time`` after the first round. A
+  ``@pytest.mark.benchmark(max_time=..., min_rounds=..., min_time=...)`` marker sets these, as
+  with pytest-benchmark (its other keys are accepted and ignored: above all ``timer``, the
+  clock is never the test's to choose);
+- with isolation by process every call of a candidate function is a round trip to the
+  candidate's process (child/proxy.py). The test process counts the round trips of each
+  round and subtracts, for each, what a null round trip costs at least: the fastest of null
+  round trips timed between the rounds (so under the same load), never more than the fastest
+  of those timed when the candidate's process started, before it had imported any candidate
+  code (the candidate can slow the round trips it serves later, never those). A call's time
+  is never taken below :data:`JITTER` of what was subtracted from it: what a function does
+  in less time than the round trip's own jitter cannot be measured this way, and reads as
+  that floor (docs/objectives.md);
+- the figures (per call: median, min, interquartile range, mean, standard deviation; rounds,
+  iterations; the raw time of all timed rounds; the round-trip time subtracted) go to the
+  trusted parent as one ``benchmark`` message, which checks them against its own clock. In
+  plugin mode they stay on the test item, for the result file.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import sys
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import pytest
+
+from pytest_scorewright.sandbox import wire
+
+#: Bound once, before any candidate code is imported (see the module docstring).
+_clock = time.perf_counter
+
+#: Per-test figures in plugin mode (the collector puts them on the call report).
+BENCH_STATS = pytest.StashKey[dict[str, Any]]()
+
+#: pytest-benchmark's marker keys; only the first three change anything here.
+MARKER_KEYS = frozenset(
+    {
+        "max_time",
+        "min_rounds",
+        "min_time",
+        "precision",
+        "confidence",
+        "timer",
+        "group",
+        "disable_gc",
+        "warmup",
+        "warmup_iterations",
+        "calibration_precision",
+        "cprofile",
+    }
+)
+#: Defaults: time spent timing rounds per test, fewest rounds, shortest round.
+MAX_TIME_S = 0.5
+MIN_ROUNDS = 5
+MIN_TIME_S = 100e-6
+#: After the first round, stop at this multiple of max_time whatever min_rounds says: a slow
+#: candidate gets fewer rounds, not a timeout.
+HARD_STOP = 4.0
+MAX_ROUNDS = 10_000
+MAX_ITERATIONS = 1_000_000
+#: A call is never measured below this share of the round trips subtracted from it.
+JITTER = 0.1
+#: Null round trips timed between a benchmark's rounds: at most, and at least.
+MAX_PINGS = 200
+MIN_PINGS = 10
+#: The shortest time a call can read as, whatever was subtracted.
+FLOOR_S = 1e-9
+
+
+class FixtureAlreadyUsed(Exception):
+    """The fixture times one function once per test, as pytest-benchmark's does."""
+
+
+class RoundTrips:
+    """The round trips to the candidate's process (isolation by process): how many have been
+    made, and what a null one costs, timed between the rounds."""
+
+    def __init__(self, session: Any) -> None:
+        self.session = session
+        self.pings: list[float] = []
+
+    def count(self) -> int:
+        found: int = self.session.round_trips()
+        return found
+
+    def sample(self) -> None:
+        """Time one null round trip (between rounds, never inside one)."""
+        if len(self.pings) < MAX_PINGS:
+            seconds = self.session.ping()
+            if seconds is not None:
+                self.pings.append(seconds)
+
+    def seconds(self) -> float:
+        """What one round trip costs at least: the fastest of those timed between the rounds,
+        never more than the fastest of those timed before any candidate code was imported.
+        The fastest, not a typical one: under load a typical round trip varies by more than
+        a short call takes, and a low estimate errs on the side of a slower candidate."""
+        for _ in range(MIN_PINGS - len(self.pings)):
+            self.sample()
+        cap = self.session.trusted_trip
+        now = min(self.pings) if self.pings else None
+        known = [t for t in (now, cap) if t is not None and math.isfinite(t)]
+        return min(known) if known else 0.0
+
+
+def round_trips() -> RoundTrips | None:
+    """The round trips to the candidate's process, or None when it is in this process."""
+    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    session = proxy.current() if proxy is not None else None
+    return RoundTrips(session) if session is not None else None
+
+
+def summarize(
+    per_call: list[float], iterations: int, total_s: float, overhead_s: float
+) -> dict[str, Any]:
+    """The message fields for per-call times (already corrected)."""
+    ordered = sorted(per_call)
+    if len(ordered) > 1:
+        q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
+        stdev = statistics.stdev(ordered)
+    else:
+        q1 = q3 = ordered[0]
+        stdev = 0.0
+    return {
+        "rounds": len(ordered),
+        "iterations": iterations,
+        "median_s": statistics.median(ordered),
+        "min_s": ordered[0],
+        "iqr_s": max(q3 - q1, 0.0),
+        "mean_s": statistics.fmean(ordered),
+        "stdev_s": stdev,
+        "total_s": total_s,
+        "overhead_s": overhead_s,
+    }
+
+
+class BenchmarkFixture:
+    """What the ``benchmark`` fixture gives a test (pytest-benchmark's ``BenchmarkFixture``
+    calling convention: ``__call__``, ``pedantic``, ``extra_info``, ``name``, ``group``)."""
+
+    def __init__(
+        self,
+        request: pytest.FixtureRequest,
+        sink: Callable[[dict[str, Any]], None] | None,
+        settings: Mapping[str, Any],
+    ) -> None:
+        self._item = request.node
+        self._sink = sink
+        self.name = request.node.name
+        self.fullname = request.node.nodeid
+        self.group = settings.get("group")
+        self.extra_info: dict[str, Any] = {}
+        self.max_time = _positive(settings.get("max_time", MAX_TIME_S), "max_time")
+        self.min_time = _positive(settings.get("min_time", MIN_TIME_S), "min_time")
+        self.min_rounds = _count(settings.get("min_rounds", MIN_ROUNDS), "min_rounds", 1)
+        self._mode: str | None = None
+        #: The figures once measured (the message's fields), else None.
+        self.stats: dict[str, Any] | None = None
+
+    def __call__(self, function_to_benchmark: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        self._claim("benchmark(...)")
+        return self._auto(function_to_benchmark, args, kwargs)
+
+    def pedantic(
+        self,
+        target: Callable[..., Any],
+        args: tuple[Any, ...] | list[Any] = (),
+        kwargs: Mapping[str, Any] | None = None,
+        setup: Callable[[], Any] | None = None,
+        teardown: Callable[..., Any] | None = None,
+        rounds: int = 1,
+        warmup_rounds: int = 0,
+        iterations: int = 1,
+    ) -> Any:
+        """Exactly ``rounds`` rounds of ``iterations`` calls, after ``warmup_rounds`` untimed;
+        ``setup()`` before each round may return ``(args, kwargs)``; ``teardown`` after it."""
+        self._claim("benchmark.pedantic(...)")
+        _count(iterations, "iterations", 1)
+        _count(rounds, "rounds", 1)
+        _count(warmup_rounds, "warmup_rounds", 0)
+        if iterations > 1 and setup is not None:
+            raise ValueError("Can't use more than 1 `iterations` with a `setup` function.")
+        given = (tuple(args), dict(kwargs or {}))
+
+        def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
+            if setup is None:
+                return given
+            made = setup()
+            if made:
+                if given[0] or given[1]:
+                    raise TypeError(
+                        "Can't use `args` or `kwargs` if `setup` returns the arguments."
+                    )
+                return tuple(made[0]), dict(made[1])
+            return given
+
+        trips = round_trips()
+        result: Any = None
+        for _ in range(warmup_rounds):
+            call_args, call_kwargs = arguments()
+            result = _timed_round(target, call_args, call_kwargs, iterations, None)[1]
+            if teardown is not None:
+                teardown(*call_args, **call_kwargs)
+        timed: list[tuple[float, int]] = []
+        for _ in range(rounds):
+            call_args, call_kwargs = arguments()
+            measured, result = _timed_round(target, call_args, call_kwargs, iterations, trips)
+            timed.append(measured)
+            if trips is not None:
+                trips.sample()
+            if teardown is not None:
+                teardown(*call_args, **call_kwargs)
+        self._record(timed, iterations, trips)
+        return result
+
+    # -- measuring -----------------------------------------------------------------------
+
+    def _auto(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        trips = round_trips()
+        # The first call is the result returned, and the calibration's first step.
+        (first, _), result = _timed_round(fn, args, kwargs, 1, trips)
+        iterations = 1
+        elapsed = first
+        while elapsed < self.min_time and iterations < MAX_ITERATIONS:
+            grow = self.min_time / max(elapsed, 1e-9) * 1.2
+            iterations = min(MAX_ITERATIONS, max(iterations * 2, math.ceil(iterations * grow)))
+            (elapsed, _), _ = _timed_round(fn, args, kwargs, iterations, trips)
+        timed: list[tuple[float, int]] = []
+        spent = 0.0
+        while len(timed) < MAX_ROUNDS:
+            measured, _ = _timed_round(fn, args, kwargs, iterations, trips)
+            timed.append(measured)
+            if trips is not None:
+                trips.sample()  # a null round trip under the same load, never inside a round
+            spent += measured[0]
+            if spent >= self.max_time * HARD_STOP:
+                break
+            if spent >= self.max_time and len(timed) >= self.min_rounds:
+                break
+        self._record(timed, iterations, trips)
+        return result
+
+    def _record(
+        self,
+        timed: list[tuple[float, int]],
+        iterations: int,
+        trips: RoundTrips | None,
+    ) -> None:
+        seconds = trips.seconds() if trips is not None else 0.0
+        per_call = []
+        overheads = []
+        for elapsed, made in timed:
+            overhead = made * seconds / iterations
+            overheads.append(overhead)
+            floor = max(FLOOR_S, JITTER * overhead)
+            per_call.append(max(elapsed / iterations - overhead, floor))
+        stats = summarize(
+            per_call,
+            iterations,
+            total_s=sum(elapsed for elapsed, _ in timed),
+            overhead_s=statistics.median(overheads),
+        )
+        self.stats = stats
+        if self._sink is not None:
+            self._sink({"type": wire.BENCHMARK, "nodeid": self.fullname, **stats})
+        else:
+            self._item.stash[BENCH_STATS] = stats
+
+    def _claim(self, mode: str) -> None:
+        if self._mode is not None:
+            raise FixtureAlreadyUsed(
+                f"Fixture can only be used once. Previously it was used in {self._mode} mode."
+            )
+        self._mode = mode
+
+
+def _timed_round(
+    fn: Callable[..., Any],
+    args: tuple[Any, ...],
+    kwargs: dict[str, Any],
+    iterations: int,
+    trips: RoundTrips | None,
+) -> tuple[tuple[float, int], Any]:
+    """((seconds, round trips made), the last call's result) of ``iterations`` calls."""
+    counter = trips.count if trips is not None else None
+    before = counter() if counter is not None else 0
+    result: Any = None
+    if iterations == 1:
+        started = _clock()
+        result = fn(*args, **kwargs)
+        elapsed = _clock() - started
+    else:
+        loop = range(iterations)
+        started = _clock()
+        for _ in loop:
+            result = fn(*args, **kwargs)
+        elapsed = _clock() - started
+    made = counter() - before if counter is not None else 0
+    return (elapsed, made), result
+
+
+def _positive(value: Any, what: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
+        raise ValueError(f"benchmark {what} must be a positive number of seconds, not {value!r}")
+    if not math.isfinite(value):
+        raise ValueError(f"benchmark {what} must be finite, not {value!r}")
+    return float(value)
+
+
+def _count(value: Any, what: str, minimum: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
+        raise ValueError(f"Must have positive int for `{what}`.")
+    return value
+
+
+def marker_settings(item: pytest.Item) -> dict[str, Any]:
+    """The ``@pytest.mark.benchmark(...)`` keys of ``item`` (pytest-benchmark's names)."""
+    marker = item.get_closest_marker("benchmark")
+    if marker is None:
+        return {}
+    if marker.args:
+        raise ValueError("benchmark mark can't have positional arguments.")
+    unknown = sorted(set(marker.kwargs) - MARKER_KEYS)
+    if unknown:
+        raise ValueError(f"benchmark mark can't have {unknown[0]!r} keyword argument.")
+    return dict(marker.kwargs)
+
+
+# -- the fixture: this module is registered as a plugin when pytest-benchmark is not active --
+
+#: The name this module is registered under (plugin.py).
+PLUGIN_NAME = "scorewright-benchmark"
+MARKER = (
+    "benchmark(max_time=0.5, min_rounds=5, min_time=0.0001): settings of the benchmark "
+    "fixture, in pytest-benchmark's names (pytest-scorewright's fixture when pytest-benchmark "
+    "is not active)"
+)
+
+
+def benchmark_plugin_active(config: pytest.Config) -> bool:
+    """Whether pytest-benchmark's plugin is loaded (by its entry point, named ``benchmark``,
+    or by ``-p pytest_benchmark.plugin``): its fixture is then the ``benchmark`` fixture."""
+    if config.pluginmanager.has_plugin("benchmark"):
+        return True
+    return any(
+        getattr(plugin, "__name__", "") == "pytest_benchmark.plugin"
+        for plugin in config.pluginmanager.get_plugins()
+    )
+
+
+@pytest.fixture
+def benchmark(request: pytest.FixtureRequest) -> BenchmarkFixture:
+    """Time a function as pytest-benchmark does (``benchmark(fn, *args, **kwargs)``,
+    ``benchmark.pedantic(...)``), on a clock the candidate cannot replace; the figures go to
+    the result (``tests[].benchmark``, signals ``bench_median_s`` and ``speedup``)."""
+    from pytest_scorewright.child.anchors import ANCHOR_SINK
+
+    sink = request.config.stash.get(ANCHOR_SINK, None)
+    return BenchmarkFixture(request, sink, marker_settings(request.node))
