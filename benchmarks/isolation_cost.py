@@ -5,7 +5,8 @@ Run from the project root: ``python -m benchmarks.isolation_cost [--calls N] [--
 1. Round trip: a test in the trusted suite times ``--calls`` calls of the candidate's
    ``add(i, 1)`` (and of a method, and one call with a 100,000-item list) with
    ``time.perf_counter`` in the test process, and prints the figures to its output, which the
-   result keeps; run with the candidate apart (``isolation="process"``) and in process.
+   result keeps; run with the candidate apart (``isolation="process"``; its run on one CPU,
+   the default, and spread over the CPUs, ``Limits(one_cpu=False)``) and in process.
 2. Per candidate: ``score_many`` of ``--candidates`` copies of the numbers corpus task's
    honest candidates, ``-j 2``, under each isolation, interleaved, best of ``--rounds``.
 """
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.limits import Limits
 
 ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "tests" / "corpus" / "numbers"
@@ -63,13 +65,27 @@ def test_round_trips():
 """
 
 
-def round_trips(calls: int, isolation: str) -> tuple[float, float, float]:
+#: What is compared: a label, the isolation, and ``Limits.one_cpu`` (a run apart on one CPU).
+VARIANTS = {
+    "process": ("process", True),
+    "process, spread": ("process", False),
+    "in-process": ("in-process", True),
+}
+
+
+def round_trips(calls: int, variant: str) -> tuple[float, float, float]:
+    isolation, one_cpu = VARIANTS[variant]
     with tempfile.TemporaryDirectory(prefix="sw-cost-") as tmp:
         root = Path(tmp)
         (root / "tests").mkdir()
         (root / "tests" / "test_rt.py").write_text(TIMING_TEST.format(calls=calls))
         (root / "solution.py").write_text(REFERENCE)
-        with Evaluator(root / "tests", reference=root / "solution.py", isolation=isolation) as ev:
+        with Evaluator(
+            root / "tests",
+            reference=root / "solution.py",
+            isolation=isolation,
+            limits=Limits(one_cpu=one_cpu),
+        ) as ev:
             result = ev.score(root / "solution.py")
     found = re.search(r"ROUNDTRIP ([\d.]+) ([\d.]+) ([\d.]+)", str(result.extra.get("output")))
     if found is None or result.signal("pass_rate") != 1.0:
@@ -78,7 +94,8 @@ def round_trips(calls: int, isolation: str) -> tuple[float, float, float]:
     return call, method, big
 
 
-def per_candidate(candidates: int, isolation: str) -> float:
+def per_candidate(candidates: int, variant: str) -> float:
+    isolation, one_cpu = VARIANTS[variant]
     honest = sorted(p for p in (CORPUS / "candidates").glob("honest_*.py") if "slow" not in p.name)
     batch = [honest[i % len(honest)] for i in range(candidates)]
     with Evaluator(
@@ -86,6 +103,7 @@ def per_candidate(candidates: int, isolation: str) -> float:
         heldout=CORPUS / "heldout",
         reference=CORPUS / "reference",
         isolation=isolation,
+        limits=Limits(one_cpu=one_cpu),
     ) as ev:
         started = time.perf_counter()
         results = [r for _, r in ev.score_many(batch, workers=2)]
@@ -102,19 +120,19 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()
     print(f"python {sys.version.split()[0]}; {args.calls} calls; {args.candidates} candidates")
-    for isolation in ("process", "in-process"):
-        call, method, big = round_trips(args.calls, isolation)
+    for variant in VARIANTS:
+        call, method, big = round_trips(args.calls, variant)
         print(
-            f"{isolation:10}  call {call:7.1f} us   method {method:7.1f} us   "
+            f"{variant:15}  call {call:7.1f} us   method {method:7.1f} us   "
             f"100k-item list {big:7.2f} ms"
         )
-    times: dict[str, list[float]] = {"process": [], "in-process": []}
+    times: dict[str, list[float]] = {variant: [] for variant in VARIANTS}
     for _ in range(args.rounds):
-        for isolation in times:  # interleaved, so drift in the machine's speed touches both
-            times[isolation].append(per_candidate(args.candidates, isolation))
-    for isolation, found in times.items():
+        for variant in times:  # interleaved, so drift in the machine's speed touches all
+            times[variant].append(per_candidate(args.candidates, variant))
+    for variant, found in times.items():
         print(
-            f"{isolation:10}  per candidate (score_many -j 2): best {min(found) * 1e3:.1f} ms, "
+            f"{variant:15}  per candidate (score_many -j 2): best {min(found) * 1e3:.1f} ms, "
             f"median {statistics.median(found) * 1e3:.1f} ms"
         )
     ratio = min(times["process"]) / min(times["in-process"])

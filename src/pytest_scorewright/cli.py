@@ -81,6 +81,7 @@ def _evaluator_from_args(args: argparse.Namespace) -> Evaluator:
             cpu_s=args.cpu_seconds,
             test_timeout_s=args.test_timeout,
             processes=args.processes,
+            one_cpu=not args.spread_cpus,
         ),
         network=args.allow_network,
         fail_closed=args.fail_closed,
@@ -315,6 +316,12 @@ def _add_evaluator_options(p: argparse.ArgumentParser) -> None:
         help="process: the candidate in a process of its own, reached through proxies; "
         "in-process: imported by the tests; auto (default): process when the reference passes "
         "every test that way (docs/isolation.md)",
+    )
+    p.add_argument(
+        "--spread-cpus",
+        action="store_true",
+        help="With the candidate apart, let a run's processes use every CPU (default: one "
+        "CPU per run while one is free: each call's round trip is then faster)",
     )
     p.add_argument(
         "--require-isolation",

@@ -47,6 +47,13 @@ class Limits:
     #: rest of the budget. None means a quarter of ``timeout_s``, at most
     #: :data:`TEST_TIMEOUT_MAX_S`; 0 turns it off (the budget alone bounds a hang).
     test_timeout_s: float | None = None
+    #: With the candidate in a process of its own: a run's processes (the tests, the
+    #: candidate, what they start) share one CPU, when one is free of the evaluator's other
+    #: runs (sandbox/placement.py). Each call is a round trip between two processes, and a
+    #: wakeup on the same CPU costs a third of one across CPUs here (docs/performance.md);
+    #: a candidate may still widen its own affinity. False lets the kernel spread them (a
+    #: candidate that computes in parallel, a suite that starts worker processes).
+    one_cpu: bool = True
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "open_files", "file_size_mb", "processes"):
@@ -59,6 +66,8 @@ class Limits:
             raise ConfigError(f"Limits.cpu_s must be a positive integer, not {self.cpu_s!r}")
         if self.open_files < 32:
             raise ConfigError("Limits.open_files must be at least 32: pytest itself needs them")
+        if not isinstance(self.one_cpu, bool):
+            raise ConfigError(f"Limits.one_cpu must be True or False, not {self.one_cpu!r}")
         t = self.test_timeout_s
         if t is not None and (
             not isinstance(t, (int, float)) or isinstance(t, bool) or t < 0 or not math.isfinite(t)

@@ -26,6 +26,8 @@ from typing import Any
 _HEADER = struct.Struct(">I")
 #: Largest frame either side accepts: a value larger than this cannot cross.
 MAX_FRAME = 64 * 1024 * 1024
+#: Bytes read from the socket at a time.
+_CHUNK = 65536
 
 
 class ChannelClosed(Exception):
@@ -81,6 +83,7 @@ class Endpoint:
         self.closed: str | None = None
         self._ids = itertools.count(1)
         self._buffer = bytearray()
+        self._chunk = memoryview(bytearray(_CHUNK))
 
     # -- sending -----------------------------------------------------------------------------
 
@@ -115,14 +118,16 @@ class Endpoint:
                     del self._buffer[:end]
                     return self._parse(body)
             try:
-                chunk = self.sock.recv(1 << 20)
+                # Into a buffer kept for the purpose: recv(n) allocates n bytes each time, and
+                # a large n costs more than the round trip itself (page faults on each call).
+                got = self.sock.recv_into(self._chunk)
             except OSError as exc:
                 raise self._close(
                     f"the other process is gone ({exc.strerror or exc})", forged=False
                 ) from None
-            if not chunk:
+            if not got:
                 raise self._close("the other process ended", forged=False)
-            self._buffer += chunk
+            self._buffer += self._chunk[:got]
 
     def _parse(self, body: bytes) -> dict[str, Any]:
         try:

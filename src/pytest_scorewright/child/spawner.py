@@ -50,6 +50,11 @@ def run_worker(
         after_fork(worker)
         return reap_until(worker)
     ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    if spec.cpu is not None:
+        # The test process and the candidate's process take turns, never run at once: on
+        # one CPU each call's wakeup stays on that CPU (sandbox/placement.py says why).
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, {spec.cpu})
     worker = os.fork()
     if worker == 0:
         ours.close()

@@ -291,6 +291,7 @@ class RunPlanner:
             candidate_path=tuple(paths) if isolated else (),
             hide=(str(ws.tests), str(ws.home)) if isolated else (),
             max_messages=max_messages,
+            one_cpu=isolated and limits.one_cpu,
             user_namespace=user_ns,
             why_no_namespaces="" if s.use_namespaces else self._why_no_namespaces(),
             work_root=str(ws.root) if s.use_namespaces else "",

@@ -121,6 +121,10 @@ class SandboxSpec:
     work_writable: tuple[str, ...] = ()
     #: Top-level modules found in ``extra_path`` before anywhere else (child/imports.py).
     candidate_modules: tuple[str, ...] = ()
+    #: With the candidate apart and ``Limits.one_cpu``: the run may be placed on one CPU,
+    #: and ``cpu`` is the one the warm parent chose (warm/server.py), None for no placement.
+    one_cpu: bool = False
+    cpu: int | None = None
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -166,6 +170,8 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         work_root=data.get("work_root", ""),
         work_writable=tuple(data.get("work_writable", ())),
         candidate_modules=tuple(data.get("candidate_modules", ())),
+        one_cpu=data.get("one_cpu", False),
+        cpu=data.get("cpu"),
     )
 
 

@@ -13,6 +13,7 @@ forks ever run pytest, and each fork's copy is thrown away.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import gc
 import importlib
 import json
@@ -28,6 +29,7 @@ from typing import Any
 
 from pytest_scorewright.sandbox.channel import FrameReader, encode_frame, frame
 from pytest_scorewright.sandbox.launch import run_sandboxed
+from pytest_scorewright.sandbox.placement import free_cpu
 from pytest_scorewright.sandbox.wire import SandboxSpec, outcome_to_wire, spec_from_wire
 from pytest_scorewright.warm.parent import UNLIMITED
 from pytest_scorewright.warm.prepared import prepare
@@ -65,6 +67,8 @@ class _Job:
     answer_r: int
     stop_w: int
     work_dir: str
+    #: The CPU its run was placed on (``SandboxSpec.one_cpu``), if any.
+    cpu: int | None = None
     answer: bytearray = field(default_factory=bytearray)
 
 
@@ -120,6 +124,8 @@ def _on_request(
         return
     try:
         spec = spec_from_wire(request["spec"])
+        if spec.one_cpu:
+            spec = dataclasses.replace(spec, cpu=free_cpu([j.cpu for j in jobs.values()]))
         fixed_roots.add(spec.fixed_root)
         others = [j.stop_w for j in jobs.values() if j.stop_w >= 0]
         job = _start_job(request_id, spec, (inp, *others))
@@ -212,7 +218,7 @@ def _start_job(request_id: int, spec: SandboxSpec, close: Sequence[int]) -> _Job
             os._exit(code)
     os.close(answer_w)
     os.close(stop_r)
-    return _Job(request_id, pid, answer_r, stop_w, os.path.dirname(spec.stage_dir))
+    return _Job(request_id, pid, answer_r, stop_w, os.path.dirname(spec.stage_dir), spec.cpu)
 
 
 def _write_all(fd: int, data: bytes) -> None:
