@@ -3,11 +3,12 @@
 Run from the project root: ``python -m benchmarks.parent_flood [--timeout 10] [--grace 1]``.
 Timing figures mean something only on a quiet machine, one run at a time.
 
-Each attack writes frames straight into the result pipe (as the red team of issue 14 did)
+Each attack writes frames straight into the result pipe (as the red team of issue 14 did;
+the candidate in process, where it can reach that pipe)
 and then waits for its deadline, so the parent's work after the kill shows as time past
-``timeout``: a million tiny frames; N findings just under the run's message cap (the floor,
-20,000, and N = 95,000 with a cap raised to the 100,000 maximum through a reference that
-sends as many); 40,000 findings with distinct codes (the result's size). For each it prints
+``timeout``: a million tiny frames; 19,000 findings, just under the run's message cap (20,000;
+a reference that sent more to raise the cap is refused now: the monitor counts what it sends,
+integrity/verdict.py); 40,000 findings with distinct codes (the result's size). For each it prints
 the call's wall time, its time past ``timeout + grace``, the result's size, and the largest
 resident set of the caller and of any process it waited for (the warm parent, whose jobs it
 waits for in turn).
@@ -45,12 +46,9 @@ HONEST = "\ndef add(a, b):\n    return a + b\n"
 ATTACKS = {
     "a million tiny frames": 'forge([b\'{"type": "x"}\'] * 1000000)' + WAIT,
     "19,000 findings, then the deadline": "forge([finding('c')] * 19000)" + WAIT,
-    "95,000 findings, then the deadline": "forge([finding('c')] * 95000)" + WAIT,
     "40,000 finding codes": "forge([finding('c%d' % i) for i in range(40000)])",
 }
 TESTS = "from solution import add\n\ndef test_add():\n    assert add(1, 2) == 3\n"
-# A reference that sends 50,000 messages itself: candidates' runs may then send 100,000.
-LOUD_REFERENCE = FORGE + "forge([finding('r')] * 50000)\n" + HONEST
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -63,16 +61,14 @@ def main(argv: list[str] | None = None) -> int:
         root = Path(tmp)
         (root / "tests").mkdir()
         (root / "tests" / "test_add.py").write_text(TESTS)
-        for name, source in (("quiet", HONEST), ("loud", LOUD_REFERENCE)):
-            (root / name).mkdir()
-            (root / name / "solution.py").write_text(source)
-        evaluators = {
-            name: Evaluator(root / "tests", reference=root / name, limits=limits)
-            for name in ("quiet", "loud")
-        }
+        (root / "solution.py").write_text(HONEST)
+        # In process: apart, the candidate's writes reach only its call channel (and end its
+        # process as forged_message), never the parent's pipe that this measures.
+        evaluator = Evaluator(
+            root / "tests", reference=root / "solution.py", limits=limits, isolation="in-process"
+        )
         print(f"timeout {args.timeout:g}s, grace {args.grace:g}s", flush=True)
         for label, attack in ATTACKS.items():
-            evaluator = evaluators["loud" if label.startswith("95,000") else "quiet"]
             candidate = root / "candidate.py"
             candidate.write_text(FORGE + attack + HONEST)
             started = time.monotonic()
@@ -85,8 +81,7 @@ def main(argv: list[str] | None = None) -> int:
                 f"{'ok' if result.ok else 'not ok'}: {(result.error or '')[:60]}",
                 flush=True,
             )
-        for evaluator in evaluators.values():
-            evaluator.close()
+        evaluator.close()
     me = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     waited = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     print(f"largest resident set: caller {me:.0f} MB, processes it waited for {waited:.0f} MB")

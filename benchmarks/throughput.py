@@ -51,6 +51,7 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from pathlib import Path
 
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 
 DEFAULT_TASK = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "numbers"
@@ -70,9 +71,13 @@ class Task:
     def suites(self) -> list[str]:
         return ["tests", "heldout"] if self.heldout else ["tests"]
 
-    def evaluator(self) -> Evaluator:
+    def evaluator(self, *, one_cpu: bool = True) -> Evaluator:
         return Evaluator(
-            self.tests, heldout=self.heldout, reference=self.reference, module=self.module
+            self.tests,
+            heldout=self.heldout,
+            reference=self.reference,
+            module=self.module,
+            limits=Limits(one_cpu=one_cpu),
         )
 
 
@@ -167,6 +172,11 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--scaling", action="store_true", help="also -j 1 and an executor")
     parser.add_argument(
+        "--spread-too",
+        action="store_true",
+        help="also -j 2 with runs spread over the CPUs (Limits(one_cpu=False)), side by side",
+    )
+    parser.add_argument(
         "--as",
         dest="as_mode",
         choices=("user",),
@@ -198,6 +208,10 @@ def main() -> int:
             "fresh-2": lambda: fresh(task, candidates, 2),
             "scorewright -j 2": lambda: ours(ev, candidates, workers=2),
         }
+        if args.spread_too:
+            spread = task.evaluator(one_cpu=False)
+            runs["-j 2, spread"] = lambda: ours(spread, candidates, workers=2)
+            ours(spread, candidates[:2], workers=2)
         if executor is not None:
             runs["scorewright -j 1"] = lambda: ours(ev, candidates, workers=1)
             runs["executor, 2 procs"] = lambda: ours(ev, candidates, executor=executor)
@@ -209,6 +223,8 @@ def main() -> int:
                 timings[name].append(run())
     if executor is not None:
         executor.shutdown()
+    if args.spread_too:
+        spread.close()
     base = statistics.median(timings["fresh-serial"])
     two = statistics.median(timings["fresh-2"])
     print(
