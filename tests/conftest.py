@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox.features import probe
 from pytest_scorewright.sandbox.plan import UID_BASE
 from pytest_scorewright.schema import schema
 
@@ -92,14 +93,19 @@ def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
     """Processes of the runs of an Evaluator in process ``caller_pid`` (read from
     /proc/<pid>/status: a non-dumpable process's /proc directory belongs to root).
 
-    As root: those running as one of the sandbox uids the Evaluator hands out; other
-    processes' sandboxes, say a second test run on the machine, are not counted. Otherwise
-    the runs have the caller's own uid: those of that uid started after ``since`` (a
-    ``boot_clock()`` reading) that are neither the caller nor its children (its warm
-    parents); other processes of the uid started meanwhile would be counted too, so tests
-    that drop to a uid of their own (tests/modes.py) are exact."""
+    As root, or an ordinary user with subordinate ids: those running as one of the sandbox
+    uids the Evaluator hands out; other processes' sandboxes, say a second test run on the
+    machine, are not counted. Otherwise the runs have the caller's own uid: those of that
+    uid started after ``since`` (a ``boot_clock()`` reading) that are neither the caller
+    nor its children (its warm parents); other processes of the uid started meanwhile
+    would be counted too, so tests that drop to a uid of their own (tests/modes.py) are
+    exact."""
     low = UID_BASE + (caller_pid % 4096) * 256
     mine = os.getuid()
+    ids = probe().subordinate
+    if ids is not None:  # an ordinary user's runs have uids of their own: subids.py
+        first, _ = ids.block(caller_pid)
+        low, mine = ids.host_uid(first), 0
     found = []
     for entry in os.listdir("/proc"):
         if entry.isdigit():

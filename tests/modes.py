@@ -3,7 +3,11 @@
 CI runs as root, yet most people score as an ordinary user, and containers refuse namespaces.
 This launcher, started as root, makes one of those hosts for one command and then execs it:
 
-- ``user``: an unprivileged uid of its own (no passwd entry needed), no groups;
+- ``user``: an unprivileged uid of its own (no passwd entry needed), no groups: it has no
+  subordinate ids (newuidmap needs a passwd entry), so its runs map the caller's uid alone;
+- ``user-subids``: a named user with a range in /etc/subuid and /etc/subgid, as ``useradd``
+  gives one where the ``uidmap`` package is installed (:func:`subid_user` makes it): its
+  runs each get a uid of their own from that range (sandbox/subids.py);
 - ``user-no-namespaces``: the same, where namespaces are refused (as where an AppArmor
   policy or a sysctl forbids unprivileged user namespaces);
 - ``container``: root where namespaces are refused (Docker's default seccomp profile refuses
@@ -20,18 +24,29 @@ masked, as the sandbox masks them (child/namespaces.py), so the unprivileged uid
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import fcntl
 import os
 import platform
+import pwd
+import shutil
 import struct
+import subprocess
 import sys
 from collections.abc import Sequence
 
 from pytest_scorewright.child import linux
 from pytest_scorewright.child.namespaces import apply_mask
 from pytest_scorewright.sandbox.plan import masks_for
+from pytest_scorewright.sandbox.subids import HELPER_PATH
 
-MODES = ("root", "user", "user-no-namespaces", "container")
+MODES = ("root", "user", "user-subids", "user-no-namespaces", "container")
+
+#: The named user of ``user-subids`` and its subordinate range: far above every other uid the
+#: tests and the sandbox use, and left on the machine for later sessions (it owns nothing).
+SUBID_USER = "scorewright-subids"
+SUBID_START, SUBID_COUNT = 200_000_000, 65536
 
 #: An unprivileged uid of the test session's own, far above the sandbox's (plan.UID_BASE).
 USER_UID_BASE = 3_000_000
@@ -56,6 +71,37 @@ _EPERM, _ENOSYS = 1, 38
 def session_uid() -> int:
     """The unprivileged uid this test process's ordinary-user runs use."""
     return USER_UID_BASE + os.getpid() % 1_000_000
+
+
+def subid_user() -> int | str:
+    """The uid of :data:`SUBID_USER`, made (as root) with a subordinate range if it is not
+    there yet; or why it cannot be (no ``useradd``, no ``newuidmap``)."""
+    for tool in ("useradd", "usermod", "newuidmap", "newgidmap"):
+        if shutil.which(tool, path=HELPER_PATH) is None:
+            return f"{tool} is not installed (the uidmap and passwd packages)"
+    with open("/tmp/scorewright-subids.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        try:
+            uid = pwd.getpwnam(SUBID_USER).pw_uid
+        except KeyError:
+            _root_tool("useradd", "--no-create-home", "--shell", "/usr/sbin/nologin", SUBID_USER)
+            uid = pwd.getpwnam(SUBID_USER).pw_uid
+        listed = {}
+        for path in ("/etc/subuid", "/etc/subgid"):
+            with contextlib.suppress(OSError), open(path) as fh:
+                listed[path] = any(
+                    line.split(":")[0] in (SUBID_USER, str(uid)) for line in fh.read().splitlines()
+                )
+        if not all(listed.get(p) for p in ("/etc/subuid", "/etc/subgid")):
+            span = f"{SUBID_START}-{SUBID_START + SUBID_COUNT - 1}"
+            _root_tool("usermod", "--add-subuids", span, "--add-subgids", span, SUBID_USER)
+    return uid
+
+
+def _root_tool(*command: str) -> None:
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)}: {done.stderr.strip()}")
 
 
 def refuse_namespaces() -> None:
@@ -115,9 +161,10 @@ def enter(mode: str, uid: int) -> None:
     _reachable_interpreter()
     if mode == "container":
         _hide_cgroups()
-    if mode in ("user", "user-no-namespaces"):
+    if mode in ("user", "user-subids", "user-no-namespaces"):
+        gid = pwd.getpwuid(uid).pw_gid if mode == "user-subids" else uid
         os.setgroups([])
-        os.setgid(uid)
+        os.setgid(gid)
         os.setuid(uid)
     if mode in ("user-no-namespaces", "container"):
         refuse_namespaces()

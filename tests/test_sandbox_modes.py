@@ -8,6 +8,7 @@ guarantee does not hold. docs/sandbox.md's mode table is read off these runs.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -19,7 +20,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.modes import session_uid
+from pytest_scorewright.sandbox import subids
+from tests.modes import session_uid, subid_user
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -35,6 +37,7 @@ MODULES = ("tests/test_sandbox_attacks.py", "tests/test_sandbox_degraded.py")
 #: says so: every attack test checks that the result claims what holds, and no more).
 EXPECTED_SKIPS = {
     "user": set(),
+    "user-subids": set(),
     "user-no-namespaces": {"test_honest_multiprocessing_works_on_a_private_dev_shm"},
     "container": {"test_honest_multiprocessing_works_on_a_private_dev_shm"},
 }
@@ -51,14 +54,27 @@ def home() -> Iterator[Path]:
     shutil.rmtree(path, ignore_errors=True)
 
 
+def uid_for(mode: str) -> int:
+    """The uid ``mode`` runs as: the session's own, or the named user with subordinate ids
+    (skipped where it cannot be made)."""
+    if mode != "user-subids":
+        return session_uid()
+    uid = subid_user()
+    if isinstance(uid, str):
+        pytest.skip(f"no user with subordinate ids here: {uid}")
+    return uid
+
+
 def run_in(
     mode: str, home: Path, command: Sequence[str], timeout: float
 ) -> subprocess.CompletedProcess[str]:
+    uid = uid_for(mode)
+    os.chown(home, uid, -1)
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["HOME"] = str(home)
     env["SCOREWRIGHT_TEST_ISOLATIONS"] = "auto"  # the default; root's run covers in-process
     return subprocess.run(
-        [sys.executable, "-m", "tests.modes", mode, str(session_uid()), "--", *command],
+        [sys.executable, "-m", "tests.modes", mode, str(uid), "--", *command],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -74,9 +90,9 @@ def _namespaces_refused(mode: str, home: Path) -> str:
     return run_in(mode, home, probe, timeout=60).stdout.strip()
 
 
-@pytest.mark.parametrize("mode", ["user", "user-no-namespaces", "container"])
+@pytest.mark.parametrize("mode", ["user", "user-subids", "user-no-namespaces", "container"])
 def test_the_attack_and_degraded_mode_tests_hold_in_every_mode(mode: str, home: Path) -> None:
-    if mode == "user" and (why := _namespaces_refused(mode, home)):
+    if mode in ("user", "user-subids") and (why := _namespaces_refused(mode, home)):
         pytest.skip(f"this machine refuses an ordinary user namespaces: {why}")
     report = home / "report.xml"
     done = run_in(
@@ -147,3 +163,102 @@ def test_require_isolation_holds_for_an_ordinary_user_with_namespaces(home: Path
     done = run_in("user", home, [*cli, "--require-isolation"], timeout=120)
     assert done.returncode == 0, done.stderr
     assert '"user_namespace": true' in done.stdout
+    # This uid has no passwd entry, so no subordinate ids: the result says what it had.
+    run_uid = json.loads(done.stdout)["limits"]["sandbox"]["run_uid"]
+    assert run_uid == (
+        "the caller's, mapped alone in a user namespace (no subordinate ids: "
+        f"uid {session_uid()} has no passwd entry, which newuidmap needs)"
+    )
+
+
+#: A candidate whose test leaves a daemon behind, writes files its uid alone may remove, and
+#: reports the uid it ran as (on the host, read from /proc by the parent's side of the test).
+_SUBIDS_CANDIDATE = """
+import os, subprocess, sys
+def add(a, b):
+    os.makedirs("deep/locked", exist_ok=True)
+    open("deep/locked/f", "w").write("x")
+    os.chmod("deep/locked", 0o500)
+    os.chmod("deep", 0o500)
+    if os.fork() == 0:
+        os.setsid()
+        import time; time.sleep(300)
+        os._exit(0)
+    return a + b
+"""
+
+
+@pytest.mark.parametrize("warm", [True, False])
+def test_an_ordinary_user_with_subordinate_ids_gives_each_run_a_uid_of_its_own(
+    home: Path, warm: bool
+) -> None:
+    """The held-back gap of issue #15: a user with /etc/subuid and newuidmap gets what root
+    gets (every guarantee, a uid per run from its range) and nothing is left behind: no
+    process, and no file its runs' uids wrote (which the user could not remove itself)."""
+    _task(home)
+    (home / "c.py").write_text(_SUBIDS_CANDIDATE)
+    tmp = home / "tmp"
+    tmp.mkdir()
+    script = (
+        "import json, os, sys\n"
+        "from pytest_scorewright import Evaluator, Limits\n"
+        "from tests.conftest import sandbox_processes\n"
+        f"ev = Evaluator({str(home / 'tests')!r}, limits=Limits(timeout_s=20), warm={warm})\n"
+        "with ev:\n"
+        f"    results = [ev.score({str(home / 'c.py')!r}) for _ in range(3)]\n"
+        "print(json.dumps({'sandbox': [r.limits['sandbox'] for r in results],\n"
+        "                  'passed': [r.signal('pass_rate') for r in results],\n"
+        "                  'left': sandbox_processes(os.getpid())}))\n"
+    )
+    env_tmp = {"TMPDIR": str(tmp)}
+    done = run_in(
+        "user-subids",
+        home,
+        ["env", *[f"{k}={v}" for k, v in env_tmp.items()], sys.executable, "-c", script],
+        timeout=180,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["passed"] == [1.0, 1.0, 1.0]
+    assert report["left"] == []
+    uids = set()
+    for sandbox in report["sandbox"]:
+        assert sandbox["processes"] == "namespaces"
+        assert "of scorewright-subids from" in sandbox["run_uid"], sandbox["run_uid"]
+        assert sandbox["not_held"] == {}, sandbox["not_held"]
+        uids.add(sandbox["uid"])
+    assert len(uids) == 3  # a uid per run
+    assert list(tmp.iterdir()) == []  # every work dir removed, the runs' own files too
+
+
+def test_the_keeper_removes_what_a_killed_runs_uid_left_and_nothing_else(home: Path) -> None:
+    """Where a run's job could not hand its files back (it was killed), the work dir holds
+    files of the run's uid that the caller cannot remove; the keeper (in the mapped user
+    namespace) removes them, and refuses anything not a work dir of the caller's."""
+    uid = uid_for("user-subids")
+    run_uid = subids.find(uid).host_uid(5)
+    for name in ("scorewright-left", "other"):
+        locked = home / name / "run" / "deep"
+        locked.mkdir(parents=True)
+        (locked / "f").write_text("x")
+        for path in (locked / "f", locked, locked.parent):
+            os.chown(path, run_uid, run_uid)
+        os.chmod(locked.parent, 0o700)
+        os.chown(home / name, uid, -1)
+    script = (
+        "import os, shutil, sys\n"
+        "from pytest_scorewright.sandbox import subids\n"
+        "left, other = sys.argv[1], sys.argv[2]\n"
+        "shutil.rmtree(left, ignore_errors=True)\n"
+        "print(os.path.exists(left), subids.remove_left(left), os.path.exists(left))\n"
+        "print(subids.existing().remove(other))\n"
+    )
+    done = run_in(
+        "user-subids",
+        home,
+        [sys.executable, "-c", script, str(home / "scorewright-left"), str(home / "other")],
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True", "False", "False"]
+    assert (home / "other" / "run" / "deep" / "f").exists()  # not a work dir: refused

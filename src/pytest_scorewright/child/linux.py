@@ -55,6 +55,10 @@ def unshare(flags: int) -> None:
     _check(_libc.unshare(ctypes.c_int(flags)))
 
 
+def setns(fd: int, nstype: int) -> None:
+    _check(_libc.setns(ctypes.c_int(fd), ctypes.c_int(nstype)))
+
+
 def mount(
     source: str | None, target: str, fstype: str | None, flags: int, data: str | None
 ) -> None:

@@ -10,10 +10,14 @@ under /dev, is reachable), and keep the work dir read-only but for the candidate
 directories; the network namespace has only a loopback interface (and its own abstract unix
 socket space), the IPC namespace its own System V and POSIX message queue objects.
 
-An ordinary user enters a user namespace first, in the same call: it maps only the caller's
-own uid and gid (no helper, no subordinate ids), and owns the other namespaces, so PID 1 may
-mount in them. Its processes hold every capability inside that namespace, which the worker
-drops (confine.py) before any candidate code runs.
+An ordinary user enters a user namespace first. Where the caller has subordinate ids, a run
+joins the user namespace this process's keeper holds, mapped with them (sandbox/subids.py),
+and its worker changes to a uid of the run's own, as root's runs do; the run's writable
+directories are handed to that uid first and back when the run ends (:func:`hand_over`).
+Otherwise the run makes a user namespace of its own, in the same call, that maps only the
+caller's uid and gid. Either way the user namespace owns the other namespaces, so PID 1 may
+mount in them; its processes hold every capability inside it, which the worker drops (a
+change of uid, or confine.py's drop) before any candidate code runs.
 """
 
 from __future__ import annotations
@@ -51,11 +55,18 @@ class MappingFailed(RuntimeError):
     in a namespace with no uid of its own and must not go on."""
 
 
-def try_unshare(*, isolate_network: bool, user: bool) -> str | None:
-    """Enter the new namespaces (a user namespace first when ``user``); None on success, else
-    why not (this process is then unchanged)."""
+def try_unshare(*, isolate_network: bool, user: bool, shared: int | None = None) -> str | None:
+    """Enter the new namespaces (a user namespace first when ``user``: the one whose file
+    ``shared`` is, or a new one); None on success, else why not (this process is then
+    unchanged, but perhaps for having joined ``shared``)."""
     flags = _FLAGS | (linux.CLONE_NEWNET if isolate_network else 0)
     uid, gid = os.geteuid(), os.getegid()
+    if user and shared is not None:
+        try:
+            linux.setns(shared, linux.CLONE_NEWUSER)
+        except OSError as exc:
+            return f"setns into the mapped user namespace: {exc.strerror}"
+        user = False  # joined: mapped already
     try:
         linux.unshare(flags | (linux.CLONE_NEWUSER if user else 0))
     except OSError as exc:
@@ -78,6 +89,37 @@ def _map_self(uid: int, gid: int) -> None:
         fh.write(f"{uid} {uid} 1")
     with open("/proc/self/gid_map", "w") as fh:
         fh.write(f"{gid} {gid} 1")
+
+
+def hand_over(paths: Sequence[str], uid: int) -> None:
+    """Give ``paths`` (and all below them) to ``uid``: a run's writable directories, done by
+    its trusted process once in the mapped user namespace, before the run starts."""
+    _chown_trees(paths, uid, strict=True)
+
+
+def give_back(paths: Sequence[str]) -> None:
+    """Give ``paths`` (and all below them) back to the caller (uid 0 of the mapped user
+    namespace) once the run has ended, so that the caller can remove them. Never follows a
+    link, and can only ever make a file the caller's: a file the run swapped for a link to
+    somewhere else is the caller's, or not changeable, already."""
+    _chown_trees(paths, 0, strict=False)
+
+
+def _chown_trees(paths: Sequence[str], uid: int, *, strict: bool) -> None:
+    for top in paths:
+        below = (
+            os.path.join(dirpath, name)
+            for dirpath, dirnames, filenames in os.walk(top)
+            for name in (*dirnames, *filenames)
+        )
+        for path in (top, *below):
+            try:
+                os.lchown(path, uid, uid)
+            except FileNotFoundError:
+                continue
+            except OSError:
+                if strict:
+                    raise
 
 
 def setup_as_init(

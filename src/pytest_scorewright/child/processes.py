@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from pytest_scorewright.child import linux
 from pytest_scorewright.child.confine import confine_worker, reset_process
-from pytest_scorewright.child.namespaces import setup_as_init, try_unshare
+from pytest_scorewright.child.namespaces import give_back, hand_over, setup_as_init, try_unshare
 from pytest_scorewright.child.reaper import end_descendants
 from pytest_scorewright.child.runner import run_pytest
 from pytest_scorewright.child.spawner import run_worker
@@ -64,17 +64,29 @@ def _die_with_parent(msg_w: int) -> None:
 
 
 def supervisor_child(
-    spec: SandboxSpec, msg_w: int, out_w: int, ctl_w: int, prepared: Prepared | None
+    spec: SandboxSpec,
+    msg_w: int,
+    out_w: int,
+    ctl_w: int,
+    prepared: Prepared | None,
+    shared: int | None = None,
 ) -> NoReturn:
+    """S: ``shared``, the file of the user namespace mapped with the caller's subordinate
+    ids (sandbox/subids.py), where the run joins one."""
     try:
         _die_with_parent(msg_w)
-        _detach(out_w, (msg_w, ctl_w), prepared)
+        _detach(out_w, (msg_w, ctl_w, *(() if shared is None else (shared,))), prepared)
         why = (
-            try_unshare(isolate_network=spec.isolate_network, user=spec.user_namespace)
+            try_unshare(
+                isolate_network=spec.isolate_network, user=spec.user_namespace, shared=shared
+            )
             if spec.use_namespaces
             else spec.why_no_namespaces or "namespaces not used"
         )
+        if shared is not None:
+            os.close(shared)
         if why is None:
+            hand_over(spec.hand_over, spec.worker.uid or 0)
             init = os.fork()
             if init == 0:
                 os.close(ctl_w)
@@ -86,6 +98,7 @@ def supervisor_child(
             # PID 1 is reaped only after the kernel has killed and reaped every other
             # process of its namespace (zap_pid_ns_processes): nothing of the run is left.
             send(ctl_w, {"type": wire.CTL, "namespace_empty": True})
+            give_back(spec.hand_over)
             os._exit(_passed_up(status))
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
 
@@ -108,7 +121,11 @@ def supervisor_child(
 
 def namespaces_record(spec: SandboxSpec) -> dict[str, object]:
     """What the control record says of a run in namespaces."""
-    return {"mode": "namespaces", "user_namespace": spec.user_namespace}
+    return {
+        "mode": "namespaces",
+        "user_namespace": spec.user_namespace,
+        "subordinate_ids": spec.shared_user_namespace,
+    }
 
 
 def _init_process(spec: SandboxSpec, msg_w: int, prepared: Prepared | None) -> NoReturn:

@@ -18,6 +18,7 @@ from pytest_scorewright.result import Policy, ScoreResult, Signal
 from pytest_scorewright.results.measure import BenchReference, build_result
 from pytest_scorewright.results.objectives import ObjectiveSet, take_submissions
 from pytest_scorewright.sandbox import guarantees
+from pytest_scorewright.sandbox.features import probe
 from pytest_scorewright.sandbox.wire import ChildOutcome
 from pytest_scorewright.sandbox.workspace import CopyReport
 
@@ -112,6 +113,21 @@ def assemble(
     )
 
 
+def _run_uid(uid: Any, isolation: Mapping[str, Any]) -> str:
+    """Whose uid a run had, in one phrase (docs/sandbox.md, modes)."""
+    features = probe()
+    if isolation.get("subordinate_ids") and features.subordinate is not None and uid:
+        ids = features.subordinate
+        host = ids.host_uid(int(uid))
+        return f"its own: {uid} in the user namespace, {host} on the host ({ids.describe()})"
+    if uid is not None:
+        return f"its own: {uid}"
+    if isolation.get("user_namespace"):
+        why = features.subordinate_unavailable or "not used"
+        return f"the caller's, mapped alone in a user namespace (no subordinate ids: {why})"
+    return "the caller's"
+
+
 def limits_record(
     runs: Sequence[JudgedRun],
     limits: Limits,
@@ -151,6 +167,7 @@ def limits_record(
             "why_not_namespaces": observed.isolation.get("why"),
             "user_namespace": bool(observed.isolation.get("user_namespace")),
             "uid": applied.get("uid"),
+            "run_uid": _run_uid(applied.get("uid"), observed.isolation),
             "nproc_enforced": applied.get("nproc") is not None,
             "nproc_counts": applied.get("nproc_scope"),
             "landlock_abi": applied.get("landlock_abi", 0),

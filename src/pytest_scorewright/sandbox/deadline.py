@@ -16,12 +16,21 @@ import time
 from typing import Any
 
 from pytest_scorewright.child.reaper import end_descendants
+from pytest_scorewright.sandbox import subids
 from pytest_scorewright.sandbox.channel import FrameReader
 from pytest_scorewright.sandbox.sweep import kill_every_process_of, processes_of
 from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
 
 #: What the control record of a run passes on to its outcome.
-_RECORDED = ("mode", "why", "user_namespace", "left", "left_by_supervisor", "cgroup")
+_RECORDED = (
+    "mode",
+    "why",
+    "user_namespace",
+    "subordinate_ids",
+    "left",
+    "left_by_supervisor",
+    "cgroup",
+)
 
 
 class RunWatch:
@@ -51,6 +60,15 @@ class RunWatch:
         self.direct = known is not None
         self.ctl: dict[str, Any] = dict(known or {})
         self.sweep_uid = None if self.direct else spec.worker.uid
+        # A uid of the mapped user namespace (subids.py): swept from inside it, found on the
+        # host by the uid it maps to.
+        keeper = subids.current() if spec.shared_user_namespace else None
+        self.sweep_ns = keeper.fd if keeper is not None else None
+        self.sweep_host_uid = (
+            keeper.ids.host_uid(self.sweep_uid)
+            if keeper is not None and self.sweep_uid is not None
+            else self.sweep_uid
+        )
         # This process is a child subreaper (the warm parent's job): S's orphans are ours.
         self.subreaper = subreaper
         self.output = bytearray()
@@ -191,7 +209,7 @@ class RunWatch:
     def _sweep(self) -> None:
         uid = self.sweep_uid
         if uid is not None and not self._left_nothing():
-            kill_every_process_of(uid)
+            kill_every_process_of(uid, self.sweep_ns)
 
     def _finish(self) -> None:
         if not self.reaped:
@@ -202,8 +220,8 @@ class RunWatch:
         if uid is not None and not self._left_nothing():
             # kill -1 can miss a process that is being forked at that instant: check, repeat.
             for _ in range(50):
-                kill_every_process_of(uid)
-                if not processes_of(uid):
+                kill_every_process_of(uid, self.sweep_ns)
+                if not processes_of(self.sweep_host_uid or uid):
                     break
                 time.sleep(0.002)
         if self.subreaper:

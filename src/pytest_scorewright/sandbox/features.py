@@ -7,10 +7,12 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pytest_scorewright.child import landlock, linux
 from pytest_scorewright.child.namespaces import MappingFailed, try_unshare
+from pytest_scorewright.sandbox import subids
 
 
 @dataclass(frozen=True)
@@ -23,6 +25,11 @@ class Features:
     #: Linux >= 5.14 counts RLIMIT_NPROC per user namespace and uid: a user namespace of a
     #: run's own then bounds that run's processes even with the caller's uid mapped.
     nproc_per_user_namespace: bool = False
+    #: Not root, with namespaces: the caller's subordinate ids, mapped into a user namespace
+    #: every run joins (sandbox/subids.py), so that each run has a uid of its own; None when
+    #: they cannot be used, and ``subordinate_unavailable`` says why.
+    subordinate: subids.SubIds | None = None
+    subordinate_unavailable: str | None = None
 
     @property
     def user_namespace(self) -> bool:
@@ -33,12 +40,38 @@ class Features:
 @functools.cache
 def probe() -> Features:
     root = os.geteuid() == 0
+    namespaces_unavailable = _probe_namespaces(root)
+    ids: subids.SubIds | None = None
+    why_not_ids: str | None = None
+    if not root and namespaces_unavailable is None:
+        try:
+            ids = _probe_subordinate_ids()
+        except (subids.Unavailable, OSError) as exc:
+            why_not_ids = str(exc)
     return Features(
-        namespaces_unavailable=_probe_namespaces(root),
+        namespaces_unavailable=namespaces_unavailable,
         landlock_abi=landlock.abi_version(),
         root=root,
         nproc_per_user_namespace=kernel_at_least(5, 14),
+        subordinate=ids,
+        subordinate_unavailable=why_not_ids,
     )
+
+
+def _probe_subordinate_ids() -> subids.SubIds:
+    """The caller's subordinate ids, once a run's steps have worked with them: the keeper
+    mapped (it then stays, for this process's runs), and, in a throwaway child, joining its
+    namespace, entering the rest and mounting as a run's PID 1 does."""
+    if os.environ.get("SCOREWRIGHT_SUBORDINATE_IDS", "") == "0":
+        raise subids.Unavailable("SCOREWRIGHT_SUBORDINATE_IDS=0")
+    ids = subids.find()
+    keeper = subids.keeper(ids)
+    if _threads() > 1:
+        return ids  # never fork a multi-threaded process: the mapping is the test
+    why = _in_child(lambda: _try_namespaces(False, shared=keeper.fd))
+    if why:
+        raise subids.Unavailable(f"in the mapped user namespace: {why}")
+    return ids
 
 
 def kernel_at_least(major: int, minor: int) -> bool:
@@ -61,11 +94,16 @@ def _probe_namespaces(root: bool) -> str | None:
             check=False,
         )
         return done.stdout.strip() or None
+    return _in_child(lambda: _try_namespaces(root))
+
+
+def _in_child(probe: Callable[[], str | None]) -> str | None:
+    """``probe()``'s answer, run in a forked child (which it may leave changed)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the probe child
         try:
-            why = _try_namespaces(root)
+            why = probe()
         except BaseException as exc:
             why = f"probe: {exc}"
         os.write(write_end, (why or "").encode()[:200])
@@ -77,10 +115,11 @@ def _probe_namespaces(root: bool) -> str | None:
     return answer or None
 
 
-def _try_namespaces(root: bool) -> str | None:
-    """Enter the namespaces as a run does and mount as its PID 1 does; why not, or None."""
+def _try_namespaces(root: bool, shared: int | None = None) -> str | None:
+    """Enter the namespaces as a run does (joining the user namespace ``shared``, if given)
+    and mount as its PID 1 does; why not, or None."""
     try:
-        why = try_unshare(isolate_network=True, user=not root)
+        why = try_unshare(isolate_network=True, user=not root, shared=shared)
     except MappingFailed as exc:
         return str(exc)
     if why is not None:

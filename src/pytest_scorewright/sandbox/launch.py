@@ -32,8 +32,9 @@ import time
 from typing import TYPE_CHECKING
 
 from pytest_scorewright.child import linux
-from pytest_scorewright.child.namespaces import try_unshare
+from pytest_scorewright.child.namespaces import give_back, hand_over, try_unshare
 from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
+from pytest_scorewright.sandbox import subids
 from pytest_scorewright.sandbox.deadline import RunWatch
 from pytest_scorewright.sandbox.sweep import tasks_of
 from pytest_scorewright.sandbox.wire import NPROC_USER, ChildOutcome, SandboxSpec
@@ -60,21 +61,30 @@ def run_sandboxed(
         signal.signal(signal.SIGTERM, _terminated)
         # If the warm parent dies (killed, crashed), this run ends as when its caller goes.
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
+    # The user namespace mapped with the caller's subordinate ids (subids.py), made once by
+    # this process (the warm parent made it before forking this job).
+    shared = subids.keeper().fd if spec.shared_user_namespace else None
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     start = time.monotonic()
     if (
         disposable
         and spec.use_namespaces
-        and not try_unshare(isolate_network=spec.isolate_network, user=spec.user_namespace)
+        and not try_unshare(
+            isolate_network=spec.isolate_network, user=spec.user_namespace, shared=shared
+        )
     ):
-        pid = os.fork()
-        if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
-            direct_init(spec, msg_w, out_w, prepared)
-        for fd in (msg_w, out_w):
-            os.close(fd)
-        known = {**namespaces_record(spec), "init_pid": pid}
-        outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known, stop_r).run()
+        hand_over(spec.hand_over, spec.worker.uid or 0)
+        try:
+            pid = os.fork()
+            if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
+                direct_init(spec, msg_w, out_w, prepared)
+            for fd in (msg_w, out_w):
+                os.close(fd)
+            known = {**namespaces_record(spec), "init_pid": pid}
+            outcome = RunWatch(spec, pid, start, msg_r, out_r, None, known, stop_r).run()
+        finally:
+            give_back(spec.hand_over)  # PID 1 is reaped: nothing of the run writes now
     else:
         if disposable:
             # Orphans of S come here if S itself dies (say, a candidate kills it where no
@@ -83,7 +93,7 @@ def run_sandboxed(
         ctl_r, ctl_w = _pipe()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
-            supervisor_child(spec, msg_w, out_w, ctl_w, prepared)
+            supervisor_child(spec, msg_w, out_w, ctl_w, prepared, shared)
         for fd in (msg_w, out_w, ctl_w):
             os.close(fd)
         outcome = RunWatch(

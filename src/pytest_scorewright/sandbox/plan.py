@@ -131,6 +131,11 @@ class RunPlanner:
         # the interpreter and the work dirs without masks (a container's /usr/local Python).
         base = str(settings.workdir or tempfile.gettempdir())
         self._uid_without_namespaces = not self._masks and _traversable(base)
+        # Not root: a uid of each run's own from the caller's subordinate ids (subids.py).
+        features = settings.features
+        self._subordinate = (
+            features.subordinate if settings.use_namespaces and not features.root else None
+        )
         # Once per suite, compiled not run: pytest reads it in each run (warm/rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in suites}
         # Suites whose initial conftest.py each run must load before configuring.
@@ -149,7 +154,9 @@ class RunPlanner:
             (workspace.root / _INI).write_text(s.ini_text, encoding="utf-8")
             uid = self._sandbox_uid()
             if uid is not None:
-                _hand_over(workspace, uid)
+                _open_up(workspace)
+                if self._subordinate is None:  # else the run's own process (in the namespace)
+                    _give(workspace, uid)
             workspace.uid = uid
         except BaseException:
             workspace.remove()
@@ -293,6 +300,8 @@ class RunPlanner:
             max_messages=max_messages,
             one_cpu=isolated and limits.one_cpu,
             user_namespace=user_ns,
+            shared_user_namespace=self._subordinate is not None,
+            hand_over=tuple(map(str, _own_dirs(workspace))) if self._subordinate else (),
             why_no_namespaces="" if s.use_namespaces else self._why_no_namespaces(),
             work_root=str(ws.root) if s.use_namespaces else "",
             work_writable=(
@@ -337,7 +346,9 @@ class RunPlanner:
         """What every run of this planner will have, for the guarantees (guarantees.py)."""
         s = self.settings
         root = s.features.root
-        own_uid = root and (s.use_namespaces or self._uid_without_namespaces)
+        own_uid = (root and (s.use_namespaces or self._uid_without_namespaces)) or bool(
+            self._subordinate
+        )
         user_ns = s.use_namespaces and s.features.user_namespace
         return Facts(
             namespaces=s.use_namespaces,
@@ -397,7 +408,10 @@ class RunPlanner:
         # each run so that concurrent runs share neither a process budget nor signals. That
         # needs the namespaces (to hide directories the uid could not traverse), unless it
         # has nothing to traverse that it may not.
+        # An ordinary user's runs get theirs from the caller's subordinate ids, if any.
         s = self.settings
+        if self._subordinate is not None:
+            return self._subordinate.run_uid(next(_uid_counter))
         if not s.features.root or not (s.use_namespaces or self._uid_without_namespaces):
             return None
         return UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
@@ -511,14 +525,25 @@ def _overlaps(a: Path, b: Path) -> bool:
     return a == b or a in b.parents or b in a.parents
 
 
-def _hand_over(ws: Workspace, uid: int) -> None:
-    """Make the work dir usable by ``uid``: its own files writable, the tests read-only."""
-    os.chmod(ws.root, 0o755)  # noqa: S103 - the sandbox uid must traverse it, not write it
-    for top in (ws.candidate, ws.home, ws.chome, ws.shared):
+def _own_dirs(ws: Workspace) -> tuple[Path, ...]:
+    """The directories a run writes, given to its uid."""
+    return (ws.candidate, ws.home, ws.chome, ws.shared)
+
+
+def _give(ws: Workspace, uid: int) -> None:
+    """Give the run's own directories to ``uid`` (root's runs; an ordinary user's runs are
+    given theirs in the mapped user namespace: child/namespaces.py's hand_over)."""
+    for top in _own_dirs(ws):
         for dirpath, _, filenames in os.walk(top):
             os.chown(dirpath, uid, uid)
             for name in filenames:
                 os.chown(os.path.join(dirpath, name), uid, uid)
+
+
+def _open_up(ws: Workspace) -> None:
+    """Make the work dir usable by another uid, whatever the caller's umask: the tests and
+    our ini file readable, the private homes private to whoever owns them."""
+    os.chmod(ws.root, 0o755)  # noqa: S103 - the sandbox uid must traverse it, not write it
     for private in (ws.home, ws.chome):
         os.chmod(private, 0o700)
     with os.scandir(ws.root) as entries:  # our ini file: readable whatever the umask

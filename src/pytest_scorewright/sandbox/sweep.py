@@ -5,15 +5,19 @@ from __future__ import annotations
 import os
 import signal
 
+from pytest_scorewright.child import linux
 from pytest_scorewright.child.procfs import scan_proc
 
 
-def kill_every_process_of(uid: int) -> None:
+def kill_every_process_of(uid: int, userns: int | None = None) -> None:
     """SIGKILL every process running as ``uid``: a helper takes that uid and kills all it may
-    signal (kill -1), which finds descendants however they detached from the tree."""
+    signal (kill -1), which finds descendants however they detached from the tree.
+    ``userns``: the file of the user namespace ``uid`` is of (subids.py), joined first."""
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the helper
         try:
+            if userns is not None:
+                linux.setns(userns, linux.CLONE_NEWUSER)
             os.setgid(uid)
             os.setuid(uid)
             os.kill(-1, signal.SIGKILL)

@@ -114,6 +114,11 @@ class SandboxSpec:
     max_messages: int = MAX_MESSAGES
     #: Not root: a user namespace comes first (child/namespaces.py).
     user_namespace: bool = False
+    #: ... the one mapped with the caller's subordinate ids, which the process that starts
+    #: the run keeps (sandbox/subids.py); ``worker.uid`` is then a uid in it, and
+    #: ``hand_over`` the directories given to that uid for the run (and back after it).
+    shared_user_namespace: bool = False
+    hand_over: tuple[str, ...] = ()
     #: Without namespaces: why (they are refused here, or the caller said namespaces=False).
     why_no_namespaces: str = ""
     #: With namespaces: the work dir as the run sees it, read-only but for ``work_writable``.
@@ -166,6 +171,8 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         hide=tuple(data["hide"]),
         max_messages=data.get("max_messages", MAX_MESSAGES),
         user_namespace=data.get("user_namespace", False),
+        shared_user_namespace=data.get("shared_user_namespace", False),
+        hand_over=tuple(data.get("hand_over", ())),
         why_no_namespaces=data.get("why_no_namespaces", ""),
         work_root=data.get("work_root", ""),
         work_writable=tuple(data.get("work_writable", ())),

@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.sandbox import subids
 
 #: Files a candidate might use to steer pytest or the interpreter. Never read; their presence
 #: is reported.
@@ -187,6 +188,9 @@ class Workspace:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        if os.path.lexists(self.root) and self.uid is not None and os.geteuid() != 0:
+            # Files of the run's own uid (subordinate ids) its job could not hand back.
+            subids.remove_left(str(self.root))
 
 
 def _has_module(directory: Path, module: str) -> bool:

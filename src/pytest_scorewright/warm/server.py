@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_scorewright.sandbox import subids
 from pytest_scorewright.sandbox.channel import FrameReader, encode_frame, frame
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.placement import free_cpu
@@ -182,6 +183,8 @@ def _caller_gone(jobs: Sequence[_Job], fixed_roots: set[str]) -> None:
     for path in (*(job.work_dir for job in jobs), *fixed_roots):
         if path:
             shutil.rmtree(path, ignore_errors=True)
+            if os.path.lexists(path) and subids.existing() is not None:
+                subids.remove_left(path)  # files of a killed job's run uid
 
 
 def _start_job(request_id: int, spec: SandboxSpec, close: Sequence[int]) -> _Job:
@@ -191,6 +194,8 @@ def _start_job(request_id: int, spec: SandboxSpec, close: Sequence[int]) -> _Job
         config = prepare(
             spec.pytest_args, spec.plugins, spec.fixed_root, start=not spec.early_conftests
         )
+    if spec.shared_user_namespace:  # made once, before the fork: every job joins it
+        subids.keeper()
     answer_r, answer_w = os.pipe()
     stop_r, stop_w = os.pipe()
     pid = os.fork()
