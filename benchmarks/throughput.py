@@ -3,12 +3,14 @@
 Run from the project root::
 
     python -m benchmarks.throughput [--task DIR] [--candidates N] [--rounds R] [--scaling]
-                                    [--as user]
+                                    [--as user|user-subids]
 
 Run it as the user you score as. ``--as user`` (from root) runs it as an ordinary user, an
 unprivileged uid of its own made by tests/modes.py (the same as the mode tests use), so the
 two can be compared in the same hour: the sandbox an ordinary user gets is namespaced too
-(a user namespace first), and its per-candidate cost should be within 10% of root's. The
+(a user namespace first), and its per-candidate cost should be within 10% of root's.
+``--as user-subids`` runs it as a named user with subordinate ids (tests/modes.py makes it),
+whose runs each get a uid of their own (sandbox/subids.py). The
 header says which sandbox was measured (``limits.sandbox`` of the first result).
 
 A task is a directory with ``tests/``, ``heldout/`` (optional), ``reference/`` (or
@@ -147,7 +149,7 @@ def check_correct(
             print(
                 f"  sandbox: uid {os.getuid()}, processes {box['processes']}"
                 f"{' (user namespace)' if box.get('user_namespace') else ''}, "
-                f"pytest_config {box['pytest_config']!r}"
+                f"pytest_config {box['pytest_config']!r}\n  run uid: {box.get('run_uid')}"
             )
         ours_passed = {_key(t.nodeid) for t in result.tests if t.outcome == "passed"}
         flags = [r.code for r in result.integrity.reasons]
@@ -179,8 +181,9 @@ def main() -> int:
     parser.add_argument(
         "--as",
         dest="as_mode",
-        choices=("user",),
-        help="from root: run as an ordinary user (an unprivileged uid, tests/modes.py)",
+        choices=("user", "user-subids"),
+        help="from root: run as an ordinary user (user: an unprivileged uid, no subordinate "
+        "ids; user-subids: a named user with a range in /etc/subuid; tests/modes.py)",
     )
     args = parser.parse_args()
     if args.as_mode:
@@ -255,12 +258,15 @@ def _reexec_as(mode: str) -> None:
     """Run this benchmark again, with the same arguments less ``--as``, as ``mode``."""
     if os.geteuid() != 0:
         raise SystemExit("error: --as needs root (it makes the unprivileged uid); run it as you")
-    from tests.modes import session_uid
+    from tests.modes import session_uid, subid_user
 
     argv = [a for a in sys.argv[1:] if a != "--as" and a != mode and not a.startswith("--as=")]
-    uid = str(session_uid())
+    found = subid_user() if mode == "user-subids" else session_uid()
+    if isinstance(found, str):
+        raise SystemExit(f"error: --as {mode}: {found}")
+    uid = str(found)
     home = tempfile.mkdtemp(prefix="sw-bench-")
-    os.chown(home, int(uid), int(uid))
+    os.chown(home, int(uid), -1)
     os.environ["HOME"] = home
     command = [sys.executable, "-m", "benchmarks.throughput", *argv]
     launcher = [sys.executable, "-m", "tests.modes", mode, uid, "--", *command]
