@@ -16,7 +16,7 @@ Tags (a JSON object is always a tag, never a dict)::
     {"td": [d, s, us]} timedelta    {"od"|"ctr": [[k, v]...]} OrderedDict, Counter
     {"dd": [factory, [[k, v]...]]} defaultdict        {"dq": [[...], maxlen]} deque
     {"nt": [name, [fields], [values]]} a namedtuple   {"rg": [start, stop, step]} range
-    {"p": "path"} pathlib.Path
+    {"p": "path"} pathlib.Path     {"sl": [start, stop, step]} slice (of plain values)
     {"ref": ...} a reference (its form is the codec's caller's business)
 
 The decoder is strict: bounded depth, known tags only, types checked; anything else raises
@@ -119,6 +119,8 @@ def _encode_library(value: Any, kind: type, ref: Callable[[Any], Any], d: int) -
         return {"dq": [[encode(v, ref, d) for v in value], value.maxlen]}
     if kind is range:
         return {"rg": [value.start, value.stop, value.step]}
+    if kind is slice:  # obj[1:3] of a stand-in: the slice crosses, its bounds as plain data
+        return {"sl": [encode(v, ref, d) for v in (value.start, value.stop, value.step)]}
     if isinstance(value, pathlib.PurePath) and kind.__module__ == "pathlib":
         return {"p": str(value)}
     fields = _namedtuple_fields(kind)
@@ -183,6 +185,12 @@ def _seq(body: Any, deref: Callable[[Any], Any], d: int) -> list[Any]:
     if type(body) is not list:
         raise NotPlainData("a sequence is not a list")
     return [decode(v, deref, d) for v in body]
+
+
+def _slice(bounds: list[Any]) -> slice:
+    if len(bounds) != 3:
+        raise NotPlainData("a slice has three bounds")
+    return slice(*bounds)
 
 
 def _text(body: Any) -> str:
@@ -250,6 +258,7 @@ _DECODERS: dict[str, Callable[[Any, Callable[[Any], Any], int], Any]] = {
     "dq": lambda b, r, d: collections.deque(_seq(b[0], r, d), b[1]),
     "rg": lambda b, r, d: range(*[int(x) for x in b]),
     "p": lambda b, r, d: pathlib.Path(_text(b)),
+    "sl": lambda b, r, d: _slice(_seq(b, r, d)),
     "nt": _namedtuple,
     "ref": _ref,
 }

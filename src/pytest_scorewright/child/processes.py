@@ -169,7 +169,7 @@ def _worker_process(
         spec.plugins,
         prepared,
         early_conftests=spec.early_conftests,
-        proxy=(spawner, spec.proxied) if spawner is not None else None,
+        proxy=(spawner, spec.proxied, spec.candidate_path) if spawner is not None else None,
         candidate_modules=spec.candidate_modules,
     )
 

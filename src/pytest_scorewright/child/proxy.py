@@ -856,9 +856,13 @@ class ProxyModule(types.ModuleType):
 class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     """Answers imports of the candidate's top-level names (and below them) with proxies."""
 
-    def __init__(self, session: Session, names: Sequence[str]) -> None:
+    def __init__(
+        self, session: Session, names: Sequence[str], locations: Sequence[str] = ()
+    ) -> None:
         self.session = session
         self.names = frozenset(names)
+        #: The candidate's directories (as this run sees them), where a module's file is.
+        self.locations = tuple(locations)
 
     def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
         if fullname.split(".")[0] not in self.names:
@@ -878,6 +882,25 @@ class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         except (Exception, SystemExit) as exc:  # the candidate's, raised here: an import error
             raise ImportError(f"{type(exc).__name__}: {exc}", name=module.__name__) from exc
         module.__dict__["__path__"] = []  # a package: submodules come through this finder too
+        where = source_file(module.__name__, self.locations)
+        if where is not None:
+            # Where the module's source is, found here by name and never asked of the
+            # candidate: suites that read data files beside a module (os.path.dirname of
+            # __file__) work apart as they do in process.
+            module.__dict__["__file__"] = where
+
+
+def source_file(name: str, locations: Sequence[str]) -> str | None:
+    """The file module ``name`` is imported from in the first of ``locations`` that has it
+    (``a/b.py`` or ``a/b/__init__.py``, as the path finder looks), or None (a namespace
+    package, or nothing there)."""
+    parts = name.split(".")
+    for root in locations:
+        base = os.path.join(root, *parts)
+        for path in (f"{base}.py", os.path.join(base, "__init__.py")):
+            if os.path.isfile(path):
+                return path
+    return None
 
 
 def install(
@@ -885,12 +908,14 @@ def install(
     names: Sequence[str],
     report: Callable[[str, str], None] | None = None,
     own: Sequence[str] = (),
+    locations: Sequence[str] = (),
 ) -> Session:
     """Answer imports of ``names`` with proxies to a candidate process the spawner starts.
     Names the test process can import itself (the standard library, pytest...) stay its own,
     as a candidate on the end of sys.path could not shadow them either; but ``own`` (the
     modules the tests import the candidate under) are always the candidate's, even where a
-    copy is installed here (child/imports.py says why)."""
+    copy is installed here (child/imports.py says why). ``locations``: the candidate's
+    directories, where each proxy module's ``__file__`` is found."""
     global _current
     session = Session(socket_from_fd(spawner_fd), report)
     for loaded in list(sys.modules):  # a copy the warm parent may have imported
@@ -901,7 +926,7 @@ def install(
         for n in names
         if n in own or (n not in sys.modules and importlib.util.find_spec(n) is None)
     ]
-    sys.meta_path.insert(0, ProxyFinder(session, [*proxied, *own]))
+    sys.meta_path.insert(0, ProxyFinder(session, [*proxied, *own], locations))
     _current = session
     return session
 

@@ -41,7 +41,7 @@ def run_pytest(
     prepared: Prepared | None = None,
     *,
     early_conftests: bool = False,
-    proxy: tuple[int, tuple[str, ...]] | None = None,
+    proxy: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None,
     candidate_modules: Sequence[str] = (),
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
@@ -53,8 +53,8 @@ def run_pytest(
     session started (prepared.py): the run continues from there instead of parsing again,
     loading the suite's initial conftest.py first if ``early_conftests``.
     ``candidate_modules`` are imported from ``extra_path`` only (imports.py), or, with
-    ``proxy`` (isolation by process: the spawner's socket and the candidate's module names),
-    answered by proxies even where a copy is installed here.
+    ``proxy`` (isolation by process: the spawner's socket, the candidate's module names and
+    its directories), answered by proxies even where a copy is installed here.
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -75,12 +75,13 @@ def run_pytest(
             # (child/proxy.py), which the spawner starts when the tests first import one.
             from pytest_scorewright.child.proxy import install
 
-            spawner, names = proxy
+            spawner, names, locations = proxy
             session = install(
                 spawner,
                 names,
                 report=monitor.finding if monitor is not None else None,
                 own=candidate_modules,
+                locations=locations,
             )
             if monitor is not None:
                 monitor.before_answer = session.check

@@ -148,3 +148,21 @@ def test_a_module_cannot_be_passed_to_the_candidate():
     # the module would simply be passed.
     with pytest.raises(TypeError, match="cannot be passed to the candidate"):
         shapes.same(json)
+
+
+def test_files_beside_the_module_are_found_through_its_file():
+    # Suites read data shipped beside a module (os.path.dirname(mod.__file__)).
+    import os
+
+    here = os.path.dirname(shapes.__file__)
+    assert os.path.basename(shapes.__file__) == "__init__.py"
+    assert shapes.geometry.__file__ == os.path.join(here, "geometry.py")
+    with open(os.path.join(here, "units.txt")) as fh:
+        assert fh.read().strip() == shapes.describe_geometry()
+
+
+def test_slices_reach_the_candidate_as_slices():
+    ring = shapes.Ring([1, 2, 3, 4])
+    assert ring[1:3] == [2, 3]
+    assert ring[::-1] == [4, 3, 2, 1]
+    assert ring[5] == 2

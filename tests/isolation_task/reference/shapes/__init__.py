@@ -160,3 +160,15 @@ def total_of(box_a, box_b):
 
 def describe_geometry():
     return geometry.UNIT
+
+
+class Ring:
+    """Indexed and sliced, as a sequence of its own."""
+
+    def __init__(self, items):
+        self.items = list(items)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self.items[index]
+        return self.items[index % len(self.items)]
