@@ -37,10 +37,8 @@ import resource
 import statistics
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
-import xml.etree.ElementTree as ET
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -48,7 +46,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from _pytest.junitxml import mangle_test_address
+from benchmarks.sdists import download, junit_key, read_junit
 
 HERE = Path(__file__).resolve().parent
 CACHE = HERE / ".cache"
@@ -106,32 +104,9 @@ def ensure_suite(cache: Path) -> Path:
     missing = [(n, v) for n, v, sub in SDISTS if not (cache / sdist_dir(n, v) / sub).is_dir()]
     if not missing:
         return cache
-    cache.mkdir(parents=True, exist_ok=True)
-    specs = [f"{n}=={v}" for n, v in missing]
-    print(f"fetching {' '.join(specs)} into {cache} ...", flush=True)
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as tmp:
-        cmd = [
-            sys.executable,
-            "-m",
-            "pip",
-            "download",
-            "--no-deps",
-            "--no-binary",
-            ":all:",
-            *specs,
-            "-d",
-            tmp,
-        ]
-        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            raise BenchmarkError(
-                f"pip download of {' '.join(specs)} failed (exit {proc.returncode}); make pip "
-                f"able to reach PyPI (network, proxy, index-url), or unpack the two sdists "
-                f"into {cache} by hand"
-            )
-        for archive in sorted(Path(tmp).glob("*.tar.gz")):
-            with tarfile.open(archive) as tar:
-                tar.extractall(cache, filter="data")
+    why = download([f"{n}=={v}" for n, v in missing], cache)
+    if why is not None:
+        raise BenchmarkError(why)
     still = [f"{n}=={v}" for n, v, sub in SDISTS if not (cache / sdist_dir(n, v) / sub).is_dir()]
     if still:
         raise BenchmarkError(
@@ -197,34 +172,6 @@ def junit_category(outcome: str, phase: str | None) -> str:
     if outcome in ("failed", "error"):
         return outcome
     return "absent"  # not_run: never reported, so not in the XML
-
-
-def read_junit(path: Path) -> dict[tuple[str, str], str]:
-    """(classname, name) -> failed, error, skipped or passed, per JUnit testcase."""
-    # The XML was written a moment ago by our own pytest run; it is not untrusted input.
-    root = ET.parse(path).getroot()  # noqa: S314
-    cases: dict[tuple[str, str], str] = {}
-    for case in root.iter("testcase"):
-        key = (case.get("classname", ""), case.get("name", ""))
-        tags = {child.tag for child in case}
-        if "failure" in tags:
-            cat = "failed"
-        elif "error" in tags:
-            cat = "error"
-        elif "skipped" in tags:
-            cat = "skipped"
-        else:
-            cat = "passed"
-        if key in cases:
-            raise BenchmarkError(f"JUnit XML has two testcases named {key!r}; cannot compare")
-        cases[key] = cat
-    return cases
-
-
-def junit_key(nodeid: str) -> tuple[str, str]:
-    # pytest's own nodeid -> (classname, name) mapping, so the keys match exactly.
-    names = mangle_test_address(nodeid)
-    return ".".join(names[:-1]), names[-1]
 
 
 @dataclass(frozen=True)
@@ -371,7 +318,10 @@ def benchmark(runs: int, cov_runs: int, json_out: Path | None, cache: Path) -> i
                     result = json.loads(out.read_text(encoding="utf-8"))
                 elif variant == "coverage":
                     cov_result = json.loads(out.read_text(encoding="utf-8"))
-        agreement = compare(result, read_junit(junit_path))
+        try:
+            agreement = compare(result, read_junit(junit_path))
+        except ValueError as exc:  # two testcases of one name
+            raise BenchmarkError(str(exc)) from None
 
     walls = {v: [r.wall_s for r in rs] for v, rs in timed.items() if rs}
     cpus = {v: [r.cpu_s for r in rs] for v, rs in timed.items() if rs}

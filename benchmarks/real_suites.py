@@ -33,7 +33,6 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 from collections import Counter
@@ -42,7 +41,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from benchmarks.plugin_overhead import junit_category, junit_key, read_junit
+from benchmarks.plugin_overhead import junit_category
+from benchmarks.sdists import download, junit_key, read_junit
 from pytest_scorewright.errors import ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
@@ -225,20 +225,9 @@ def ensure_sdists(libraries: Sequence[Library], cache: Path = CACHE) -> Path:
     missing = [lib for lib in libraries if not (cache / lib.unpacked / lib.tests).is_dir()]
     if not missing:
         return cache
-    cache.mkdir(parents=True, exist_ok=True)
-    specs = [f"{lib.dist}=={lib.version}" for lib in missing]
-    print(f"fetching {' '.join(specs)} into {cache} ...", flush=True)
-    with tempfile.TemporaryDirectory(dir=cache, prefix=".download-") as tmp:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--no-binary", ":all:"]
-        proc = subprocess.run([*cmd, *specs, "-d", tmp], capture_output=True, text=True)
-        if proc.returncode != 0:
-            raise SuiteError(
-                f"pip download of {' '.join(specs)} failed (exit {proc.returncode}); make pip "
-                f"able to reach PyPI, or unpack the sdists into {cache} by hand"
-            )
-        for archive in sorted(Path(tmp).glob("*.tar.gz")):
-            with tarfile.open(archive) as tar:
-                tar.extractall(cache, filter="data")
+    why = download([f"{lib.dist}=={lib.version}" for lib in missing], cache)
+    if why is not None:
+        raise SuiteError(why)
     still = [lib.dist for lib in libraries if not (cache / lib.unpacked / lib.tests).is_dir()]
     if still:
         raise SuiteError(f"after download, {', '.join(still)} has no tests in {cache}")
@@ -345,7 +334,10 @@ def plain_pytest(layout: Layout, candidate: Path) -> tuple[dict[tuple[str, str],
         tail = " | ".join((proc.stdout + proc.stderr).strip().splitlines()[-3:])
         raise SuiteError(f"plain pytest of {candidate.name} exited {proc.returncode}: {tail}")
     summary = (proc.stdout.strip().splitlines() or ["(no summary)"])[-1]
-    return read_junit(junit), summary
+    try:
+        return read_junit(junit), summary
+    except ValueError as exc:  # two testcases of one name
+        raise SuiteError(str(exc)) from None
 
 
 # -- the comparison --------------------------------------------------------------------------
