@@ -21,7 +21,7 @@ time (user + system) is reported, which tells scheduling noise from a slower mac
 
 Usage::
 
-    .venv/bin/python benchmarks/plugin_overhead.py [--runs 5] [--cov-runs 3] [--json out.json]
+    .venv/bin/python -m benchmarks.plugin_overhead [--runs 5] [--cov-runs 3] [--json out.json]
 
 The sdists are downloaded with pip into ``benchmarks/.cache/`` on first use.
 """

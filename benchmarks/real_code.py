@@ -24,7 +24,7 @@ Usage::
     .venv/bin/python -m benchmarks.real_code [--library cachetools] [--json out.json]
 
 The sdists are downloaded with pip into ``benchmarks/.cache/`` on first use (as
-benchmarks/plugin_overhead.py does); the tasks are built under ``benchmarks/.cache/real_code``.
+benchmarks/sdists.py); the tasks are built under ``benchmarks/.cache/real_code``.
 This is a correctness benchmark: its timings are for information only.
 """
 
