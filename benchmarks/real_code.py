@@ -23,8 +23,8 @@ Usage::
 
     .venv/bin/python -m benchmarks.real_code [--library cachetools] [--json out.json]
 
-The sdists are downloaded with pip into ``benchmarks/.cache/`` on first use (as
-benchmarks/sdists.py); the tasks are built under ``benchmarks/.cache/real_code``.
+The sdists are downloaded with pip into ``benchmarks/.cache/`` on first use
+(benchmarks/sdists.py); the tasks are built under ``benchmarks/.cache/real_code``.
 This is a correctness benchmark: its timings are for information only.
 """
 
