@@ -237,7 +237,7 @@ def test_the_keeper_removes_what_a_killed_runs_uid_left_and_nothing_else(home: P
     namespace) removes them, and refuses anything not a work dir of the caller's."""
     uid = uid_for("user-subids")
     run_uid = subids.find(uid).host_uid(5)
-    for name in ("scorewright-left", "other"):
+    for name in ("scorewright-left", "other", "scorewright-left2"):
         locked = home / name / "run" / "deep"
         locked.mkdir(parents=True)
         (locked / "f").write_text("x")
@@ -252,13 +252,24 @@ def test_the_keeper_removes_what_a_killed_runs_uid_left_and_nothing_else(home: P
         "shutil.rmtree(left, ignore_errors=True)\n"
         "print(os.path.exists(left), subids.remove_left(left), os.path.exists(left))\n"
         "print(subids.existing().remove(other))\n"
+        # A forked child talks to a keeper of its own, never on its parent's pipes.
+        "pid = os.fork()\n"
+        "if pid == 0:\n"
+        "    os._exit(0 if subids.remove_left(sys.argv[3]) else 1)\n"
+        "print(os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]), os.path.exists(sys.argv[3]))\n"
+        "print(subids.existing().remove(other))\n"
     )
     done = run_in(
         "user-subids",
         home,
-        [sys.executable, "-c", script, str(home / "scorewright-left"), str(home / "other")],
+        [
+            sys.executable,
+            "-c",
+            script,
+            *(str(home / name) for name in ("scorewright-left", "other", "scorewright-left2")),
+        ],
         timeout=60,
     )
     assert done.returncode == 0, done.stderr[-2000:]
-    assert done.stdout.split() == ["True", "True", "False", "False"]
+    assert done.stdout.split() == ["True", "True", "False", "False", "0", "False", "False"]
     assert (home / "other" / "run" / "deep" / "f").exists()  # not a work dir: refused

@@ -63,7 +63,7 @@ def run_sandboxed(
         linux.prctl(linux.PR_SET_PDEATHSIG, signal.SIGTERM)
     # The user namespace mapped with the caller's subordinate ids (subids.py), made once by
     # this process (the warm parent made it before forking this job).
-    shared = subids.keeper().fd if spec.shared_user_namespace else None
+    shared = _shared_namespace() if spec.shared_user_namespace else None
     msg_r, msg_w = _pipe()
     out_r, out_w = _pipe()
     start = time.monotonic()
@@ -101,6 +101,13 @@ def run_sandboxed(
         ).run()
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
+
+
+def _shared_namespace() -> int:
+    """The file of the user namespace mapped with the caller's subordinate ids: the one this
+    process inherited (a job of the warm parent, which made it before forking), or made."""
+    inherited = subids.current()
+    return inherited.fd if inherited is not None else subids.keeper().fd
 
 
 def _with_process_count(spec: SandboxSpec) -> SandboxSpec:

@@ -227,17 +227,17 @@ _made = threading.Lock()
 
 def keeper(ids: SubIds | None = None) -> Keeper:
     """This process's keeper, made on first use (from ``ids``, or the caller's ranges). A
-    forked child uses its parent's: it needs only the namespace file, which it inherited."""
+    forked child makes its own: its parent's pipes are not its to talk on."""
     global _keeper, _keeper_pid
     with _made:
-        if _keeper is None or _keeper.fd < 0:
+        if _keeper is None or _keeper.fd < 0 or _keeper_pid != os.getpid():
             _keeper, _keeper_pid = Keeper(ids or find()), os.getpid()
         return _keeper
 
 
 def current() -> Keeper | None:
     """The keeper whose namespace this process's runs join: its own, or (in a forked job)
-    its parent's; never makes one."""
+    its parent's, whose namespace file it inherited; never makes one."""
     return _keeper if _keeper is not None and _keeper.fd >= 0 else None
 
 
