@@ -12,8 +12,9 @@ import jsonschema
 import pytest
 
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.features import probe
-from pytest_scorewright.sandbox.plan import UID_BASE
+from pytest_scorewright.sandbox.uids import BLOCK
 from pytest_scorewright.schema import schema
 
 pytest_plugins = ["pytester"]
@@ -100,9 +101,10 @@ def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
     nor its children (its warm parents); other processes of the uid started meanwhile
     would be counted too, so tests that drop to a uid of their own (tests/modes.py) are
     exact."""
-    low = UID_BASE + (caller_pid % 4096) * 256
+    features = probe()
+    low = uids.block(*features.root_uids, caller_pid)[0] if features.root_uids else -BLOCK
     mine = os.getuid()
-    ids = probe().subordinate
+    ids = features.subordinate
     if ids is not None:  # an ordinary user's runs have uids of their own: subids.py
         first, _ = ids.block(caller_pid)
         low, mine = ids.host_uid(first), 0
@@ -116,7 +118,7 @@ def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
                 continue
             uid = int(next((ln.split()[1] for ln in status.splitlines() if ln[:4] == "Uid:"), 0))
             if mine == 0:
-                if low <= uid < low + 256:
+                if low <= uid < low + BLOCK:
                     found.append(int(entry))
                 continue
             fields = stat.rsplit(b")", 1)[1].split()

@@ -10,6 +10,10 @@ This launcher, started as root, makes one of those hosts for one command and the
   runs each get a uid of their own from that range (sandbox/subids.py);
 - ``user-no-namespaces``: the same, where namespaces are refused (as where an AppArmor
   policy or a sysctl forbids unprivileged user namespaces);
+- ``rootless-container``: root of a user namespace that maps ids 0-65535 only, as rootless
+  Podman and Docker and Kubernetes pods with ``hostUsers: false`` do (here to the host's own
+  0-65535): the sandbox's usual run uids (1,000,000 on) do not exist there (uids.py);
+- ``userns-root-only``: root of a user namespace that maps root alone: no uid to change to;
 - ``container``: root where namespaces are refused (Docker's default seccomp profile refuses
   ``unshare``, ``setns`` and ``clone`` with namespace flags, and ``clone3`` outright) and
   the cgroup file system is not writable.
@@ -41,14 +45,22 @@ from pytest_scorewright.child.namespaces import apply_mask
 from pytest_scorewright.sandbox.plan import masks_for
 from pytest_scorewright.sandbox.subids import HELPER_PATH
 
-MODES = ("root", "user", "user-subids", "user-no-namespaces", "container")
+MODES = (
+    "root",
+    "user",
+    "user-subids",
+    "user-no-namespaces",
+    "container",
+    "rootless-container",
+    "userns-root-only",
+)
 
 #: The named user of ``user-subids`` and its subordinate range: far above every other uid the
 #: tests and the sandbox use, and left on the machine for later sessions (it owns nothing).
 SUBID_USER = "scorewright-subids"
 SUBID_START, SUBID_COUNT = 200_000_000, 65536
 
-#: An unprivileged uid of the test session's own, far above the sandbox's (plan.UID_BASE).
+#: An unprivileged uid of the test session's own, far above the sandbox's (uids.UID_BASE).
 USER_UID_BASE = 3_000_000
 
 _NAMESPACE_FLAGS = (
@@ -146,6 +158,27 @@ def _reachable_interpreter() -> None:
         apply_mask(mask)
 
 
+def _user_namespace(count: int) -> None:
+    """Become root of a new user namespace that maps ids 0 to ``count - 1`` to the host's. A
+    helper left outside writes the maps (only a process of the parent namespace may)."""
+    go_r, go_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover - runs in the helper
+        os.close(go_w)
+        os.read(go_r, 1)
+        for name in ("uid_map", "gid_map"):
+            with open(f"/proc/{os.getppid()}/{name}", "w") as fh:
+                fh.write(f"0 0 {count}")
+        os._exit(0)
+    os.close(go_r)
+    linux.unshare(linux.CLONE_NEWUSER)
+    os.write(go_w, b"x")
+    os.close(go_w)
+    _, status = os.waitpid(helper, 0)
+    if status != 0 or os.geteuid() != 0:
+        raise SystemExit("modes: the user namespace's maps could not be written")
+
+
 def _hide_cgroups() -> None:
     # A container's cgroup file system is read-only or absent: here, absent.
     if os.path.isdir("/sys/fs/cgroup"):
@@ -157,6 +190,12 @@ def enter(mode: str, uid: int) -> None:
     if mode not in MODES:
         raise SystemExit(f"modes: no mode {mode!r}; use one of {', '.join(MODES)}")
     if mode == "root":
+        return
+    if mode == "rootless-container":
+        _user_namespace(65536)
+        return
+    if mode == "userns-root-only":
+        _user_namespace(1)
         return
     _reachable_interpreter()
     if mode == "container":

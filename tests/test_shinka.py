@@ -37,7 +37,7 @@ shinka_main(tests={str(TASK / "tests")!r}, heldout={str(TASK / "heldout")!r},
 KILLING_EVALUATE = (
     """
 import os, signal, sys, threading, time
-from pytest_scorewright.sandbox.plan import UID_BASE
+from pytest_scorewright.sandbox.uids import UID_BASE
 
 KILLS = int(sys.argv.pop(sys.argv.index("--kills") + 1)); sys.argv.remove("--kills")
 

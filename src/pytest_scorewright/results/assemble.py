@@ -122,6 +122,8 @@ def _run_uid(uid: Any, isolation: Mapping[str, Any]) -> str:
         return f"its own: {uid} in the user namespace, {host} on the host ({ids.describe()})"
     if uid is not None:
         return f"its own: {uid}"
+    if features.root and features.root_uids_unavailable:
+        return f"root's, every capability dropped ({features.root_uids_unavailable})"
     if isolation.get("user_namespace"):
         why = features.subordinate_unavailable or "not used"
         return f"the caller's, mapped alone in a user namespace (no subordinate ids: {why})"

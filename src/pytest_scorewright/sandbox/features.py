@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pytest_scorewright.child import landlock, linux
 from pytest_scorewright.child.namespaces import MappingFailed, try_unshare
-from pytest_scorewright.sandbox import subids
+from pytest_scorewright.sandbox import subids, uids
 
 
 @dataclass(frozen=True)
@@ -30,6 +30,10 @@ class Features:
     #: they cannot be used, and ``subordinate_unavailable`` says why.
     subordinate: subids.SubIds | None = None
     subordinate_unavailable: str | None = None
+    #: Root: the uids (first, how many) its runs take theirs from (uids.py), or None where
+    #: its user namespace maps no other, and ``root_uids_unavailable`` says so.
+    root_uids: tuple[int, int] | None = None
+    root_uids_unavailable: str | None = None
 
     @property
     def user_namespace(self) -> bool:
@@ -48,6 +52,7 @@ def probe() -> Features:
             ids = _probe_subordinate_ids()
         except (subids.Unavailable, OSError) as exc:
             why_not_ids = str(exc)
+    found = _root_uids() if root else None
     return Features(
         namespaces_unavailable=namespaces_unavailable,
         landlock_abi=landlock.abi_version(),
@@ -55,7 +60,17 @@ def probe() -> Features:
         nproc_per_user_namespace=kernel_at_least(5, 14),
         subordinate=ids,
         subordinate_unavailable=why_not_ids,
+        root_uids=found if isinstance(found, tuple) else None,
+        root_uids_unavailable=found if isinstance(found, str) else None,
     )
+
+
+def _root_uids() -> tuple[int, int] | str:
+    try:
+        with open("/proc/self/uid_map") as u, open("/proc/self/gid_map") as g:
+            return uids.root_range(u.read(), g.read())
+    except OSError:  # no user namespaces in this kernel: every id is the host's
+        return uids.UID_BASE, uids.ROOT_SPAN
 
 
 def _probe_subordinate_ids() -> subids.SubIds:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.limits import Limits
+from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.features import Features
 from pytest_scorewright.sandbox.guarantees import Facts
 from pytest_scorewright.sandbox.wire import (
@@ -67,8 +68,7 @@ BASE_ENV = {
 
 _INI = "scorewright.ini"
 
-#: Sandbox uids: a block of 256 per calling process, one uid per run.
-UID_BASE = 1_000_000
+#: Sandbox uids: a block of 256 per calling process, one uid per run (uids.py).
 _uid_counter = itertools.count()
 
 
@@ -207,6 +207,9 @@ class RunPlanner:
         deny_tcp = not s.network and not s.use_namespaces
         uid, abi = workspace.uid, s.features.landlock_abi
         user_ns = s.use_namespaces and s.features.user_namespace
+        # Root that stays root (its user namespace maps no other uid) gives up its
+        # capabilities, as a user namespace's root does.
+        drop = user_ns or (s.features.root and uid is None and s.features.root_uids is None)
         counts = self._process_count(uid, user_ns)
         if isolated:
             # The candidate's process never reads the tests; the test process never imports the
@@ -228,7 +231,7 @@ class RunPlanner:
                     deny_tcp=deny_tcp,
                 ),
                 landlock_abi=abi,
-                drop_caps=user_ns,
+                drop_caps=drop,
                 **counts,
             )
             candidate: WorkerPlan | None = WorkerPlan(
@@ -248,7 +251,7 @@ class RunPlanner:
                     deny_tcp=deny_tcp,
                 ),
                 landlock_abi=abi,
-                drop_caps=user_ns,
+                drop_caps=drop,
                 **counts,
             )
         else:
@@ -271,7 +274,7 @@ class RunPlanner:
                     deny_tcp=deny_tcp,
                 ),
                 landlock_abi=abi,
-                drop_caps=user_ns,
+                drop_caps=drop,
                 **counts,
             )
             candidate = None
@@ -346,9 +349,11 @@ class RunPlanner:
         """What every run of this planner will have, for the guarantees (guarantees.py)."""
         s = self.settings
         root = s.features.root
-        own_uid = (root and (s.use_namespaces or self._uid_without_namespaces)) or bool(
-            self._subordinate
-        )
+        own_uid = (
+            root
+            and s.features.root_uids is not None
+            and (s.use_namespaces or self._uid_without_namespaces)
+        ) or bool(self._subordinate)
         user_ns = s.use_namespaces and s.features.user_namespace
         return Facts(
             namespaces=s.use_namespaces,
@@ -412,9 +417,10 @@ class RunPlanner:
         s = self.settings
         if self._subordinate is not None:
             return self._subordinate.run_uid(next(_uid_counter))
-        if not s.features.root or not (s.use_namespaces or self._uid_without_namespaces):
+        root_uids = s.features.root_uids
+        if root_uids is None or not (s.use_namespaces or self._uid_without_namespaces):
             return None
-        return UID_BASE + (os.getpid() % 4096) * 256 + next(_uid_counter) % 256
+        return uids.pick(*root_uids, os.getpid(), next(_uid_counter))
 
 
 def timeout_args(limits: Limits) -> tuple[str, ...]:

@@ -36,13 +36,12 @@ import sys
 import threading
 from dataclasses import dataclass
 
+from pytest_scorewright.sandbox import uids
+
 #: Where the setuid helpers are looked for (not the caller's PATH: a helper of the same name
 #: earlier on it would be handed the caller's namespace to map).
 HELPER_PATH = "/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin"
 SUBUID, SUBGID = "/etc/subuid", "/etc/subgid"
-
-#: Run uids come in blocks of this many per process, as root's do (sandbox/plan.py).
-BLOCK = 256
 
 #: The keeper, run as ``python -I -S -c``: enter a user namespace, say so, then (once mapped)
 #: remove the work dirs it is asked to, one JSON path per line, until its stdin closes. Only a
@@ -88,14 +87,11 @@ class SubIds:
 
     def run_uid(self, serial: int) -> int:
         """The uid (in U) of this process's ``serial``-th run."""
-        first, width = self.block(os.getpid())
-        return first + serial % width
+        return uids.pick(1, self.count, os.getpid(), serial)
 
     def block(self, pid: int) -> tuple[int, int]:
-        """The uids (in U: first, how many) of the runs planned by process ``pid``: a block
-        of :data:`BLOCK` per process, so concurrent Evaluators of one user rarely share one."""
-        width = min(BLOCK, self.count)
-        return 1 + (pid % max(1, self.count // width)) * width, width
+        """The uids (in U: first, how many) of the runs planned by process ``pid``."""
+        return uids.block(1, self.count, pid)
 
     def host_uid(self, uid: int) -> int:
         """The host's uid for ``uid`` in U (1..count)."""
