@@ -14,6 +14,8 @@ This launcher, started as root, makes one of those hosts for one command and the
   Podman and Docker and Kubernetes pods with ``hostUsers: false`` do (here to the host's own
   0-65535): the sandbox's usual run uids (1,000,000 on) do not exist there (uids.py);
 - ``userns-root-only``: root of a user namespace that maps root alone: no uid to change to;
+- ``user-no-namespaces-cgroup``: as ``user-no-namespaces``, in a cgroup v2 subtree delegated
+  to the uid, as systemd delegates ``user@UID.service`` (sandbox/cgroups.py);
 - ``container``: root where namespaces are refused (Docker's default seccomp profile refuses
   ``unshare``, ``setns`` and ``clone`` with namespace flags, and ``clone3`` outright) and
   the cgroup file system is not writable.
@@ -38,7 +40,7 @@ import shutil
 import struct
 import subprocess
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
 from pytest_scorewright.child import linux
 from pytest_scorewright.child.namespaces import apply_mask
@@ -53,7 +55,12 @@ MODES = (
     "container",
     "rootless-container",
     "userns-root-only",
+    "user-no-namespaces-cgroup",
 )
+
+#: ``user-no-namespaces-cgroup``: the cgroup (v2) the launcher moves itself into, in a
+#: subtree delegated to the uid (:func:`delegated_cgroup` makes it).
+CGROUP_ENV = "SCOREWRIGHT_TEST_CGROUP"
 
 #: The named user of ``user-subids`` and its subordinate range: far above every other uid the
 #: tests and the sandbox use, and left on the machine for later sessions (it owns nothing).
@@ -179,6 +186,40 @@ def _user_namespace(count: int) -> None:
         raise SystemExit("modes: the user namespace's maps could not be written")
 
 
+@contextlib.contextmanager
+def delegated_cgroup(uid: int) -> Iterator[str]:
+    """A cgroup v2 subtree delegated to ``uid`` as systemd delegates one (the directory and
+    its cgroup.procs, cgroup.subtree_control and cgroup.threads belong to it), with a leaf
+    for the processes that start in it; yields the leaf, removes the subtree after. Raises
+    LookupError where there is no writable cgroup v2 file system."""
+    with open("/proc/self/mountinfo") as fh:
+        mounts = fh.read().splitlines()
+    mount = next(
+        (
+            line.split(" - ")[0].split()[4]
+            for line in mounts
+            if line.partition(" - ")[2].startswith("cgroup2 ")
+        ),
+        None,
+    )
+    if mount is None or not os.access(mount, os.W_OK):
+        raise LookupError("no writable cgroup v2 file system here")
+    top = os.path.join(mount, f"scorewright-test-{os.getpid()}-{uid}")
+    leaf = os.path.join(top, "leaf")
+    os.mkdir(top)
+    try:
+        os.mkdir(leaf)
+        for directory in (top, leaf):
+            os.chown(directory, uid, uid)
+            for name in ("cgroup.procs", "cgroup.subtree_control", "cgroup.threads"):
+                os.chown(os.path.join(directory, name), uid, uid)
+        yield leaf
+    finally:
+        for directory, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
+            with contextlib.suppress(OSError):
+                os.rmdir(directory)
+
+
 def _hide_cgroups() -> None:
     # A container's cgroup file system is read-only or absent: here, absent.
     if os.path.isdir("/sys/fs/cgroup"):
@@ -200,12 +241,15 @@ def enter(mode: str, uid: int) -> None:
     _reachable_interpreter()
     if mode == "container":
         _hide_cgroups()
-    if mode in ("user", "user-subids", "user-no-namespaces"):
+    if mode == "user-no-namespaces-cgroup":
+        with open(os.path.join(os.environ[CGROUP_ENV], "cgroup.procs"), "w") as fh:
+            fh.write("0")  # as root: the delegated subtree's leaf, where systemd starts one
+    if mode in ("user", "user-subids", "user-no-namespaces", "user-no-namespaces-cgroup"):
         gid = pwd.getpwuid(uid).pw_gid if mode == "user-subids" else uid
         os.setgroups([])
         os.setgid(gid)
         os.setuid(uid)
-    if mode in ("user-no-namespaces", "container"):
+    if mode in ("user-no-namespaces", "user-no-namespaces-cgroup", "container"):
         refuse_namespaces()
 
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.sandbox import subids
-from tests.modes import session_uid, subid_user
+from tests.modes import CGROUP_ENV, delegated_cgroup, session_uid, subid_user
 
 pytestmark = [
     pytest.mark.sandbox,
@@ -40,6 +40,7 @@ EXPECTED_SKIPS = {
     "user-subids": set(),
     "user-no-namespaces": {"test_honest_multiprocessing_works_on_a_private_dev_shm"},
     "container": {"test_honest_multiprocessing_works_on_a_private_dev_shm"},
+    "user-no-namespaces-cgroup": {"test_honest_multiprocessing_works_on_a_private_dev_shm"},
     # As root's own run: the degraded module's Evaluator without namespaces cannot give its
     # runs a uid (the interpreter is under /root), so nothing bounds a fork bomb there.
     "rootless-container": {"test_a_fork_bomb_tree_leaves_no_process_behind"},
@@ -80,7 +81,25 @@ def run_in(
 ) -> subprocess.CompletedProcess[str]:
     uid = uid_for(mode)
     os.chown(home, uid, -1)
+    if mode == "user-no-namespaces-cgroup":
+        try:
+            with delegated_cgroup(uid) as leaf:
+                return _run(mode, uid, home, command, timeout, {CGROUP_ENV: leaf})
+        except LookupError as exc:
+            pytest.skip(str(exc))
+    return _run(mode, uid, home, command, timeout, {})
+
+
+def _run(
+    mode: str,
+    uid: int,
+    home: Path,
+    command: Sequence[str],
+    timeout: float,
+    extra: dict[str, str],
+) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env.update(extra)
     env["HOME"] = str(home)
     env["SCOREWRIGHT_TEST_ISOLATIONS"] = "auto"  # the default; root's run covers in-process
     return subprocess.run(
@@ -283,3 +302,45 @@ def test_the_keeper_removes_what_a_killed_runs_uid_left_and_nothing_else(home: P
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split() == ["True", "True", "False", "False", "0", "False", "False"]
     assert (home / "other" / "run" / "deep" / "f").exists()  # not a work dir: refused
+
+
+def test_without_namespaces_a_delegated_cgroup_holds_each_run_and_is_killed_whole(
+    home: Path,
+) -> None:
+    """An ordinary user without namespaces, in a cgroup subtree delegated to it: each run is
+    in a cgroup of its own, killed whole at its end (a detached daemon included), and every
+    cgroup it made is gone afterwards."""
+    cli = [sys.executable, "-m", "pytest_scorewright.cli", *_task(home)]
+    (home / "c.py").write_text(_SUBIDS_CANDIDATE)  # a setsid daemon, files of its own
+    uid = uid_for("user-no-namespaces-cgroup")
+    try:
+        with delegated_cgroup(uid) as leaf:
+            script = (
+                "import json\n"
+                "from pytest_scorewright import Evaluator\n"
+                f"with Evaluator({str(home / 'tests')!r}, warm=False) as ev:\n"
+                f"    print(json.dumps(ev.score({str(home / 'c.py')!r}).to_dict()))\n"
+            )
+            done = _run(
+                "user-no-namespaces-cgroup",
+                uid,
+                home,
+                [sys.executable, "-c", script],
+                120,
+                {CGROUP_ENV: leaf},
+            )
+            warm = _run("user-no-namespaces-cgroup", uid, home, cli, 120, {CGROUP_ENV: leaf})
+            top = Path(leaf).parent
+            made = sorted(p.name for p in top.iterdir() if p.is_dir() and p.name != "leaf")
+            assert Path(leaf, "cgroup.procs").read_text() == ""
+    except LookupError as exc:
+        pytest.skip(str(exc))
+    assert made == []  # every run's cgroup, and each process's home of them, removed
+    for result in (done, warm):
+        assert result.returncode == 0, result.stderr[-2000:]
+        sandbox = json.loads(result.stdout)["limits"]["sandbox"]
+        assert sandbox["processes"] == "subreaper"
+        assert sandbox["cgroup"] is not None, sandbox
+        assert "killed whole at the end" in sandbox["cgroup"]
+        assert "processes_end" in sandbox["guarantees"]
+        assert "processes_left" not in sandbox

@@ -70,9 +70,11 @@ def supervisor_child(
     ctl_w: int,
     prepared: Prepared | None,
     shared: int | None = None,
+    cgroup: str | None = None,
 ) -> NoReturn:
     """S: ``shared``, the file of the user namespace mapped with the caller's subordinate
-    ids (sandbox/subids.py), where the run joins one."""
+    ids (sandbox/subids.py), where the run joins one; ``cgroup``, the run's own cgroup
+    (sandbox/cgroups.py), which S enters before it forks W where there are no namespaces."""
     try:
         _die_with_parent(msg_w)
         _detach(out_w, (msg_w, ctl_w, *(() if shared is None else (shared,))), prepared)
@@ -101,6 +103,7 @@ def supervisor_child(
             give_back(spec.hand_over)
             os._exit(_passed_up(status))
         linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+        in_cgroup = cgroup is not None and _enter_cgroup(cgroup)
 
         def start(spawner: int | None) -> NoReturn:
             os.close(ctl_w)
@@ -108,7 +111,16 @@ def supervisor_child(
             _worker_process(spec, msg_w, None, spawner)  # no mount namespace: no fixed path
 
         def forked(worker: int) -> None:
-            send(ctl_w, {"type": wire.CTL, "mode": "subreaper", "worker_pid": worker, "why": why})
+            send(
+                ctl_w,
+                {
+                    "type": wire.CTL,
+                    "mode": "subreaper",
+                    "worker_pid": worker,
+                    "why": why,
+                    "in_cgroup": in_cgroup,
+                },
+            )
             os.close(msg_w)
 
         status = run_worker(spec, start, forked)
@@ -117,6 +129,17 @@ def supervisor_child(
         os._exit(_passed_up(status))
     except BaseException:
         os._exit(_EXIT_SUPERVISOR_ERROR)
+
+
+def _enter_cgroup(path: str) -> bool:
+    """Move S into the run's cgroup (every process it starts is then in it); False where the
+    kernel refused."""
+    try:
+        with open(os.path.join(path, "cgroup.procs"), "w") as fh:
+            fh.write("0")
+    except OSError:
+        return False
+    return True
 
 
 def namespaces_record(spec: SandboxSpec) -> dict[str, object]:

@@ -113,6 +113,16 @@ def assemble(
     )
 
 
+def _cgroup_record(isolation: Mapping[str, Any]) -> str | None:
+    """The run's own cgroup, in one phrase; None where it had none (namespaces, or none
+    delegated: ``cgroup_unavailable`` of the features says why)."""
+    path = isolation.get("cgroup")
+    if not path:
+        return None
+    bound = "pids.max bounds its processes" if isolation.get("cgroup_pids") else "no pids.max"
+    return f"{path} (killed whole at the end; {bound})"
+
+
 def _run_uid(uid: Any, isolation: Mapping[str, Any]) -> str:
     """Whose uid a run had, in one phrase (docs/sandbox.md, modes)."""
     features = probe()
@@ -157,6 +167,8 @@ def limits_record(
         landlock_abi=int(applied.get("landlock_abi") or 0),
         network_allowed=network,
         why_not_namespaces=observed.isolation.get("why"),
+        cgroup=bool(observed.isolation.get("cgroup")),
+        cgroup_pids=bool(observed.isolation.get("cgroup_pids")),
     )
     left = max(
         int(o.isolation.get("left") or o.isolation.get("left_by_supervisor") or 0)
@@ -172,6 +184,7 @@ def limits_record(
             "run_uid": _run_uid(applied.get("uid"), observed.isolation),
             "nproc_enforced": applied.get("nproc") is not None,
             "nproc_counts": applied.get("nproc_scope"),
+            "cgroup": _cgroup_record(observed.isolation),
             "landlock_abi": applied.get("landlock_abi", 0),
             "network": net,
             "pytest_config": pytest_config,

@@ -29,7 +29,7 @@ _RECORDED = (
     "subordinate_ids",
     "left",
     "left_by_supervisor",
-    "cgroup",
+    "in_cgroup",
 )
 
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from pytest_scorewright.child import landlock, linux
 from pytest_scorewright.child.namespaces import MappingFailed, try_unshare
-from pytest_scorewright.sandbox import subids, uids
+from pytest_scorewright.sandbox import cgroups, subids, uids
 
 
 @dataclass(frozen=True)
@@ -34,6 +34,10 @@ class Features:
     #: its user namespace maps no other, and ``root_uids_unavailable`` says so.
     root_uids: tuple[int, int] | None = None
     root_uids_unavailable: str | None = None
+    #: A delegated cgroup v2 subtree for runs without namespaces (cgroups.py), or None and
+    #: why not.
+    cgroup: cgroups.Delegation | None = None
+    cgroup_unavailable: str | None = None
 
     @property
     def user_namespace(self) -> bool:
@@ -53,6 +57,12 @@ def probe() -> Features:
         except (subids.Unavailable, OSError) as exc:
             why_not_ids = str(exc)
     found = _root_uids() if root else None
+    delegation: cgroups.Delegation | None = None
+    why_no_cgroup: str | None = None
+    try:
+        delegation = cgroups.find()
+    except (cgroups.Unavailable, OSError) as exc:
+        why_no_cgroup = str(exc)
     return Features(
         namespaces_unavailable=namespaces_unavailable,
         landlock_abi=landlock.abi_version(),
@@ -62,6 +72,8 @@ def probe() -> Features:
         subordinate_unavailable=why_not_ids,
         root_uids=found if isinstance(found, tuple) else None,
         root_uids_unavailable=found if isinstance(found, str) else None,
+        cgroup=delegation,
+        cgroup_unavailable=why_no_cgroup,
     )
 
 

@@ -37,6 +37,11 @@ class Facts:
     network_allowed: bool
     #: Where namespaces are missing: why (for the reasons given).
     why_not_namespaces: str | None = None
+    #: Without namespaces: the run was in a cgroup of its own (killed whole at its end), with
+    #: ``pids.max`` (sandbox/cgroups.py). Counted only with Landlock, which keeps the run
+    #: from moving itself out.
+    cgroup: bool = False
+    cgroup_pids: bool = False
 
 
 def assess(facts: Facts) -> dict[str, str | None]:
@@ -44,16 +49,19 @@ def assess(facts: Facts) -> dict[str, str | None]:
     f = facts
     no_ns = f"no namespaces ({f.why_not_namespaces or 'not used'})"
     scoped = f.landlock_abi >= 6  # Landlock's signal and abstract-socket scoping
+    cgroup = f.cgroup and f.landlock_abi >= 1
     found: dict[str, str | None] = {}
     found["processes_end"] = (
         None
-        if f.namespaces or f.own_uid or scoped
+        if f.namespaces or f.own_uid or scoped or cgroup
         else f"{no_ns}, the caller's uid and no Landlock signal scope (ABI < 6): a candidate "
         "can kill the subreaper that would end its processes"
     )
     found["process_limit"] = (
         None
-        if f.nproc_scope in (NPROC_UID, NPROC_USERNS)
+        if f.nproc_scope in (NPROC_UID, NPROC_USERNS) or (cgroup and f.cgroup_pids)
+        else "a cgroup of its own, but no pids controller delegated to bound it"
+        if cgroup
         else "RLIMIT_NPROC counts every process of the caller's uid"
         if f.nproc_scope
         else "runs as root, whose processes RLIMIT_NPROC does not count"

@@ -34,7 +34,7 @@ from typing import TYPE_CHECKING
 from pytest_scorewright.child import linux
 from pytest_scorewright.child.namespaces import give_back, hand_over, try_unshare
 from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
-from pytest_scorewright.sandbox import subids
+from pytest_scorewright.sandbox import cgroups, subids
 from pytest_scorewright.sandbox.deadline import RunWatch
 from pytest_scorewright.sandbox.sweep import tasks_of
 from pytest_scorewright.sandbox.wire import NPROC_USER, ChildOutcome, SandboxSpec
@@ -91,16 +91,37 @@ def run_sandboxed(
             # Landlock signal scope stops that): this process ends them before it answers.
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         ctl_r, ctl_w = _pipe()
+        cgroup = _run_cgroup(spec) if spec.cgroup and not spec.use_namespaces else None
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
-            supervisor_child(spec, msg_w, out_w, ctl_w, prepared, shared)
+            supervisor_child(spec, msg_w, out_w, ctl_w, prepared, shared, cgroup)
         for fd in (msg_w, out_w, ctl_w):
             os.close(fd)
         outcome = RunWatch(
             spec, pid, start, msg_r, out_r, ctl_r, None, stop_r, subreaper=disposable
         ).run()
+        if cgroup is not None:
+            _end_cgroup(cgroup, outcome)
     outcome.isolation["pytest_config"] = prepared.kind if prepared is not None else "in the run"
     return outcome
+
+
+def _run_cgroup(spec: SandboxSpec) -> str | None:
+    """A cgroup of the run's own (cgroups.py), or None where none can be made now."""
+    try:
+        return cgroups.home().new_run(spec.worker.limits.processes + 2)  # S and W count too
+    except (cgroups.Unavailable, OSError):
+        return None
+
+
+def _end_cgroup(path: str, outcome: ChildOutcome) -> None:
+    """Kill what is left in the run's cgroup, remove it, and record whether S was in it."""
+    left = cgroups.end(path)
+    if outcome.isolation.get("in_cgroup"):
+        outcome.isolation["cgroup"] = path
+        outcome.isolation["cgroup_pids"] = cgroups.home().pids
+    if left:
+        outcome.isolation["left"] = max(left, int(outcome.isolation.get("left") or 0))
 
 
 def _shared_namespace() -> int:

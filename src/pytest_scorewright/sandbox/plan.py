@@ -136,6 +136,8 @@ class RunPlanner:
         self._subordinate = (
             features.subordinate if settings.use_namespaces and not features.root else None
         )
+        # Without namespaces: a cgroup of each run's own, where a subtree is delegated.
+        self._cgroup = not settings.use_namespaces and features.cgroup is not None
         # Once per suite, compiled not run: pytest reads it in each run (warm/rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in suites}
         # Suites whose initial conftest.py each run must load before configuring.
@@ -305,6 +307,7 @@ class RunPlanner:
             user_namespace=user_ns,
             shared_user_namespace=self._subordinate is not None,
             hand_over=tuple(map(str, _own_dirs(workspace))) if self._subordinate else (),
+            cgroup=self._cgroup,
             why_no_namespaces="" if s.use_namespaces else self._why_no_namespaces(),
             work_root=str(ws.root) if s.use_namespaces else "",
             work_writable=(
@@ -362,6 +365,8 @@ class RunPlanner:
             landlock_abi=s.features.landlock_abi,
             network_allowed=s.network,
             why_not_namespaces=None if s.use_namespaces else self._why_no_namespaces(),
+            cgroup=self._cgroup,
+            cgroup_pids=self._cgroup and bool(s.features.cgroup and s.features.cgroup.pids),
         )
 
     def pytest_config_record(self, how: str | None, tests: Path) -> str:

@@ -119,6 +119,9 @@ class SandboxSpec:
     #: ``hand_over`` the directories given to that uid for the run (and back after it).
     shared_user_namespace: bool = False
     hand_over: tuple[str, ...] = ()
+    #: Without namespaces: the run goes in a cgroup of its own below a delegated subtree
+    #: (sandbox/cgroups.py), made by the process that starts it.
+    cgroup: bool = False
     #: Without namespaces: why (they are refused here, or the caller said namespaces=False).
     why_no_namespaces: str = ""
     #: With namespaces: the work dir as the run sees it, read-only but for ``work_writable``.
@@ -173,6 +176,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         user_namespace=data.get("user_namespace", False),
         shared_user_namespace=data.get("shared_user_namespace", False),
         hand_over=tuple(data.get("hand_over", ())),
+        cgroup=data.get("cgroup", False),
         why_no_namespaces=data.get("why_no_namespaces", ""),
         work_root=data.get("work_root", ""),
         work_writable=tuple(data.get("work_writable", ())),
