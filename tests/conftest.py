@@ -145,3 +145,13 @@ def slow_in_first_call(source: str, function: str, seconds: float) -> str:
         f"        _slept.append(time.sleep({seconds}))\n"
         f"    return _slow_{function}(*args, **kwargs)\n"
     )
+
+
+#: Modules whose tests each take half a minute or more (each reruns whole test modules as
+#: another host): started first, so that two workers are not left with them at the end.
+_LONGEST_FIRST = ("test_sandbox_modes.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # A stable sort on a fixed key: every xdist worker gets the same order, as it must.
+    items.sort(key=lambda item: item.path.name not in _LONGEST_FIRST)

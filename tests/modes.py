@@ -33,6 +33,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import fcntl
+import itertools
 import os
 import platform
 import pwd
@@ -40,6 +41,7 @@ import shutil
 import struct
 import subprocess
 import sys
+import time
 from collections.abc import Iterator, Sequence
 
 from pytest_scorewright.child import linux
@@ -61,6 +63,7 @@ MODES = (
 #: ``user-no-namespaces-cgroup``: the cgroup (v2) the launcher moves itself into, in a
 #: subtree delegated to the uid (:func:`delegated_cgroup` makes it).
 CGROUP_ENV = "SCOREWRIGHT_TEST_CGROUP"
+_subtrees = itertools.count()
 
 #: The named user of ``user-subids`` and its subordinate range: far above every other uid the
 #: tests and the sandbox use, and left on the machine for later sessions (it owns nothing).
@@ -204,7 +207,7 @@ def delegated_cgroup(uid: int) -> Iterator[str]:
     )
     if mount is None or not os.access(mount, os.W_OK):
         raise LookupError("no writable cgroup v2 file system here")
-    top = os.path.join(mount, f"scorewright-test-{os.getpid()}-{uid}")
+    top = os.path.join(mount, f"scorewright-test-{os.getpid()}-{uid}-{next(_subtrees)}")
     leaf = os.path.join(top, "leaf")
     os.mkdir(top)
     try:
@@ -215,9 +218,24 @@ def delegated_cgroup(uid: int) -> Iterator[str]:
                 os.chown(os.path.join(directory, name), uid, uid)
         yield leaf
     finally:
+        # The command's own processes (its warm parent, say) may still be ending: end them,
+        # as systemd ends a unit's, and wait until the kernel says the subtree is empty.
+        with contextlib.suppress(OSError), open(os.path.join(top, "cgroup.kill"), "w") as fh:
+            fh.write("1")
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and "populated 1" in _events(top):
+            time.sleep(0.01)
         for directory, _, _ in sorted(os.walk(top), key=lambda w: -len(w[0])):
             with contextlib.suppress(OSError):
                 os.rmdir(directory)
+
+
+def _events(cgroup: str) -> str:
+    try:
+        with open(os.path.join(cgroup, "cgroup.events")) as fh:
+            return fh.read()
+    except OSError:
+        return ""
 
 
 def _hide_cgroups() -> None:

@@ -330,12 +330,13 @@ def test_without_namespaces_a_delegated_cgroup_holds_each_run_and_is_killed_whol
                 {CGROUP_ENV: leaf},
             )
             warm = _run("user-no-namespaces-cgroup", uid, home, cli, 120, {CGROUP_ENV: leaf})
+            # Every run's cgroup, and each process's home of them, removed once the run
+            # ended (the caller's own processes, in the leaf, are the subtree's business).
             top = Path(leaf).parent
             made = sorted(p.name for p in top.iterdir() if p.is_dir() and p.name != "leaf")
-            assert Path(leaf, "cgroup.procs").read_text() == ""
     except LookupError as exc:
         pytest.skip(str(exc))
-    assert made == []  # every run's cgroup, and each process's home of them, removed
+    assert made == []
     for result in (done, warm):
         assert result.returncode == 0, result.stderr[-2000:]
         sandbox = json.loads(result.stdout)["limits"]["sandbox"]
