@@ -311,8 +311,11 @@ def test_without_namespaces_a_delegated_cgroup_holds_each_run_and_is_killed_whol
     in a cgroup of its own, killed whole at its end (a detached daemon included), and every
     cgroup it made is gone afterwards."""
     cli = [sys.executable, "-m", "pytest_scorewright.cli", *_task(home)]
-    (home / "c.py").write_text(_SUBIDS_CANDIDATE)  # a setsid daemon, files of its own
+    (home / "c.py").write_text(_SUBIDS_CANDIDATE)  # a setsid daemon, read-only dirs of its own
     uid = uid_for("user-no-namespaces-cgroup")
+    tmp = home / "tmp"
+    tmp.mkdir()
+    os.chown(tmp, uid, uid)
     try:
         with delegated_cgroup(uid) as leaf:
             script = (
@@ -327,9 +330,16 @@ def test_without_namespaces_a_delegated_cgroup_holds_each_run_and_is_killed_whol
                 home,
                 [sys.executable, "-c", script],
                 120,
-                {CGROUP_ENV: leaf},
+                {CGROUP_ENV: leaf, "TMPDIR": str(tmp)},
             )
-            warm = _run("user-no-namespaces-cgroup", uid, home, cli, 120, {CGROUP_ENV: leaf})
+            warm = _run(
+                "user-no-namespaces-cgroup",
+                uid,
+                home,
+                cli,
+                120,
+                {CGROUP_ENV: leaf, "TMPDIR": str(tmp)},
+            )
             # Every run's cgroup, and each process's home of them, removed once the run
             # ended (the caller's own processes, in the leaf, are the subtree's business).
             top = Path(leaf).parent
@@ -337,6 +347,7 @@ def test_without_namespaces_a_delegated_cgroup_holds_each_run_and_is_killed_whol
     except LookupError as exc:
         pytest.skip(str(exc))
     assert made == []
+    assert list(tmp.iterdir()) == []  # the work dirs too, read-only directories and all
     for result in (done, warm):
         assert result.returncode == 0, result.stderr[-2000:]
         sandbox = json.loads(result.stdout)["limits"]["sandbox"]

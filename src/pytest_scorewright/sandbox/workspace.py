@@ -188,9 +188,30 @@ class Workspace:
 
     def remove(self) -> None:
         shutil.rmtree(self.root, ignore_errors=True)
+        if os.path.lexists(self.root):
+            # A run of the caller's uid may have made its directories read-only (or
+            # unreadable), which stops the caller's rmtree: give them back their owner's
+            # permissions, then remove.
+            _open_for_removal(str(self.root))
+            shutil.rmtree(self.root, ignore_errors=True)
         if os.path.lexists(self.root) and self.uid is not None and os.geteuid() != 0:
             # Files of the run's own uid (subordinate ids) its job could not hand back.
             subids.remove_left(str(self.root))
+
+
+def _open_for_removal(top: str) -> None:
+    """``chmod u+rwx`` every directory below ``top`` that this process owns (never following
+    a link), so that its entries can be listed and removed."""
+    todo = [top]
+    while todo:
+        directory = todo.pop()
+        try:
+            if os.lstat(directory).st_uid == os.geteuid():
+                os.chmod(directory, 0o700)
+            with os.scandir(directory) as entries:
+                todo.extend(e.path for e in entries if e.is_dir(follow_symlinks=False))
+        except OSError:
+            continue
 
 
 def _has_module(directory: Path, module: str) -> bool:
