@@ -92,8 +92,9 @@ def _map_self(uid: int, gid: int) -> None:
 
 
 def hand_over(paths: Sequence[str], uid: int) -> None:
-    """Give ``paths`` (and all below them) to ``uid``: a run's writable directories, done by
-    its trusted process once in the mapped user namespace, before the run starts."""
+    """Give ``paths`` (and all below them) to ``uid``: a run's writable directories, before
+    the run starts; by root's planner, or by a run's trusted process once in the mapped user
+    namespace (subordinate ids)."""
     _chown_trees(paths, uid, strict=True)
 
 

@@ -91,7 +91,7 @@ def run_sandboxed(
             # Landlock signal scope stops that): this process ends them before it answers.
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         ctl_r, ctl_w = _pipe()
-        cgroup = _run_cgroup(spec) if spec.cgroup and not spec.use_namespaces else None
+        cgroup = _run_cgroup(spec) if spec.cgroup else None  # planned only without namespaces
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child; its effects are tested
             supervisor_child(spec, msg_w, out_w, ctl_w, prepared, shared, cgroup)

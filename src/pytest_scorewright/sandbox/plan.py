@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_scorewright.child.namespaces import hand_over
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.features import Features
@@ -158,7 +159,7 @@ class RunPlanner:
             if uid is not None:
                 _open_up(workspace)
                 if self._subordinate is None:  # else the run's own process (in the namespace)
-                    _give(workspace, uid)
+                    hand_over([str(p) for p in _own_dirs(workspace)], uid)
             workspace.uid = uid
         except BaseException:
             workspace.remove()
@@ -539,16 +540,6 @@ def _overlaps(a: Path, b: Path) -> bool:
 def _own_dirs(ws: Workspace) -> tuple[Path, ...]:
     """The directories a run writes, given to its uid."""
     return (ws.candidate, ws.home, ws.chome, ws.shared)
-
-
-def _give(ws: Workspace, uid: int) -> None:
-    """Give the run's own directories to ``uid`` (root's runs; an ordinary user's runs are
-    given theirs in the mapped user namespace: child/namespaces.py's hand_over)."""
-    for top in _own_dirs(ws):
-        for dirpath, _, filenames in os.walk(top):
-            os.chown(dirpath, uid, uid)
-            for name in filenames:
-                os.chown(os.path.join(dirpath, name), uid, uid)
 
 
 def _open_up(ws: Workspace) -> None:
