@@ -67,8 +67,8 @@ def main() -> int:
         f"{'warm fds':>9} {'temp dirs':>10} {'sandbox procs':>14}"
     )
     with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
-        assert ev._warm is not None
-        warm = ev._warm._proc.pid
+        assert ev._runner.warm is not None
+        warm = ev._runner.warm._proc.pid
         started = time.monotonic()
 
         def report(done: int) -> None:

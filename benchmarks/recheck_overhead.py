@@ -3,7 +3,7 @@
 The same generated test module (``--asserts`` passing assertions of each kind the parent
 re-checks, on small plain values, and on a list of ``--size`` integers) is compiled twice:
 with pytest's assertion rewriting alone, and with the instrumentation around it
-(warm/instrument.py). Each test function is then called in this process, ``--runs`` times
+(suite/instrument.py). Each test function is then called in this process, ``--runs`` times
 per variant, interleaved; in the instrumented variant the operands go down a real pipe,
 drained by a thread, as they go to the parent in a sandboxed run. Reported: the median time
 per assertion of each variant, the difference (the cost of one re-check, in the child), and
@@ -33,8 +33,8 @@ from _pytest.assertion.rewrite import rewrite_asserts
 
 from pytest_scorewright.child import recheck
 from pytest_scorewright.integrity import recheck as parent
-from pytest_scorewright.sandbox.channel import FrameReader
-from pytest_scorewright.warm.instrument import instrument_after, instrument_before
+from pytest_scorewright.protocol.channel import FrameReader
+from pytest_scorewright.suite.instrument import instrument_after, instrument_before
 
 
 def suite_source(asserts: int, size: int) -> str:

@@ -35,7 +35,9 @@ DEFAULT_TASK = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "nu
 
 def phases(evaluator: Evaluator, candidate: Path) -> dict[str, float]:
     (visible,) = evaluator._suites(evaluator.expected_visible, None, with_heldout=False)
-    run = evaluator._launch(candidate, visible, (), evaluator.limits.timeout_s)
+    run = evaluator._runner.launch(
+        candidate, visible, (), evaluator.limits.timeout_s, evaluator.isolated
+    )
     launched = time.perf_counter()
     outcome = run.wait()
     observed = time.perf_counter() - launched

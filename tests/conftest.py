@@ -13,7 +13,7 @@ import pytest
 
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox import uids
-from pytest_scorewright.sandbox.features import probe
+from pytest_scorewright.sandbox.host import probe
 from pytest_scorewright.sandbox.uids import BLOCK
 from pytest_scorewright.schema import schema
 

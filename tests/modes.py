@@ -23,7 +23,7 @@ This launcher, started as root, makes one of those hosts for one command and the
 Namespaces are refused by a seccomp filter installed with ``prctl`` (a small BPF program,
 below), as Docker's profile does. The command also runs in a mount namespace of its own where
 directories the uid could not traverse on the way to this interpreter (pyenv under /root) are
-masked, as the sandbox masks them (child/namespaces.py), so the unprivileged uid can run it.
+masked, as the sandbox masks them (kernel/namespaces.py), so the unprivileged uid can run it.
 
     python -m tests.modes user 3000123 -- python -m pytest tests/test_sandbox_attacks.py
 """
@@ -44,8 +44,8 @@ import sys
 import time
 from collections.abc import Iterator, Sequence
 
-from pytest_scorewright.child import linux
-from pytest_scorewright.child.namespaces import apply_mask
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.kernel.namespaces import apply_mask
 from pytest_scorewright.sandbox.plan import masks_for
 from pytest_scorewright.sandbox.subids import HELPER_PATH
 

@@ -23,7 +23,7 @@ def _evaluator(tmp_path: Path, *argv: str) -> Evaluator:
     (reference / "second.py").write_text("TWO = 2\n")
     argv = ("--reference", str(reference), *argv)
     args = cli.build_parser().parse_args(["score", str(reference), "--tests", str(tests), *argv])
-    return cli._evaluator_from_args(args)
+    return cli.options.evaluator_from_args(args)
 
 
 @pytest.mark.sandbox
@@ -35,8 +35,8 @@ def test_real_project_options_reach_the_evaluator(tmp_path: Path) -> None:
         *("--ini", "filterwarnings=error", "--ini", "filterwarnings=ignore::UserWarning"),
         *("--ini", "xfail_strict=true"),
     ) as ev:
-        assert ev.modules == ("first", "second")
-        assert ev.reference_baseline is True
+        assert ev._settings.modules == ("first", "second")
+        assert ev._settings.reference_baseline is True
         assert ev.limits.test_seconds == 0
         assert ev.limits.processes == 256
         assert ev.recipe["plugins"] == ["pytest_timeout", "anyio.pytest_plugin"]

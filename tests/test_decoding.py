@@ -17,11 +17,8 @@ import pytest
 from pytest_scorewright.child.anchors import make_anchor
 from pytest_scorewright.integrity.codes import CODES
 from pytest_scorewright.integrity.verdict import MAX_COLLECTION_ERRORS, MAX_FINDINGS, judge
-from pytest_scorewright.result import ScoreResult, TestRecord
-from pytest_scorewright.results.bound import RESULT_LIMIT
-from pytest_scorewright.results.measure import build_result
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import (
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import (
     MAX_DEPTH,
     FrameError,
     FrameReader,
@@ -29,7 +26,10 @@ from pytest_scorewright.sandbox.channel import (
     decode_json,
     encode_frame,
 )
-from pytest_scorewright.sandbox.wire import ChildOutcome, outcome_from_wire, outcome_to_wire
+from pytest_scorewright.protocol.wire import ChildOutcome, outcome_from_wire, outcome_to_wire
+from pytest_scorewright.result import ScoreResult, TestRecord
+from pytest_scorewright.results.bound import RESULT_LIMIT
+from pytest_scorewright.results.measure import build_result
 
 EXPECTED = [("t.py::test_a", False), ("t.py::test_b", False)]
 

@@ -16,12 +16,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_scorewright.integrity.verdict import judge
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import FrameReader
+from pytest_scorewright.protocol.wire import Anchor, ChildOutcome
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.results.bound import RESULT_LIMIT
 from pytest_scorewright.results.measure import build_result
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import FrameReader
-from pytest_scorewright.sandbox.wire import Anchor, ChildOutcome
 
 EXPECTED = [("t.py::test_a", False), ("t.py::test_b", False), ("h.py::test_h", True)]
 IDS = [nodeid for nodeid, _ in EXPECTED]

@@ -161,14 +161,14 @@ def _honest_pass(evaluator: Evaluator, tmp_path: Path) -> None:
 def test_no_frame_a_candidate_writes_harms_the_warm_parent_or_the_next_candidate(
     evaluator: Evaluator, tmp_path: Path, attack: str
 ) -> None:
-    assert evaluator._warm is not None
-    warm_pid = evaluator._warm._proc.pid
+    assert evaluator._runner.warm is not None
+    warm_pid = evaluator._runner.warm._proc.pid
     result = _checked(evaluator.score(_write(tmp_path, "hostile", attack)))
     codes = {r.code for r in result.integrity.reasons}
     assert codes & {"channel_broken", "malformed_message"}, result.integrity.reasons
     assert not result.infrastructure
-    assert evaluator._warm._proc.pid == warm_pid  # the shared warm parent lived on
-    assert evaluator._warm.restarts == 0
+    assert evaluator._runner.warm._proc.pid == warm_pid  # the shared warm parent lived on
+    assert evaluator._runner.warm.restarts == 0
     _honest_pass(evaluator, tmp_path)
 
 
@@ -245,8 +245,8 @@ def test_a_warm_parent_that_dies_is_restarted_and_only_its_runs_get_an_infrastru
     task: Path, tmp_path: Path
 ) -> None:
     with _evaluator(task) as ev:
-        assert ev._warm is not None
-        warm_pid = ev._warm._proc.pid
+        assert ev._runner.warm is not None
+        warm_pid = ev._runner.warm._proc.pid
         killer = threading.Thread(target=_kill_when_runs_start, args=(warm_pid,))
         killer.start()
         started = time.monotonic()
@@ -258,8 +258,8 @@ def test_a_warm_parent_that_dies_is_restarted_and_only_its_runs_get_an_infrastru
         assert "warm parent" in (result.error or "")
         assert not result.integrity.flagged  # nothing held against the candidate
         _honest_pass(ev, tmp_path)
-        assert ev._warm.restarts == 1
-        assert ev._warm._proc.pid != warm_pid
+        assert ev._runner.warm.restarts == 1
+        assert ev._runner.warm._proc.pid != warm_pid
 
 
 def _kill_when_runs_start(warm_pid: int) -> None:

@@ -11,26 +11,30 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright import child
-from pytest_scorewright.child import monitor
+from pytest_scorewright.child import identities, monitor
 from pytest_scorewright.integrity import verdict
-from pytest_scorewright.sandbox import wire
+from pytest_scorewright.protocol import wire
 
 CHILD_DIR = Path(child.__file__).parent
+#: Packages (a `from package import module` line is judged by the module).
+PACKAGES = {
+    "pytest_scorewright",
+    *(
+        f"pytest_scorewright.{p.name}"
+        for p in CHILD_DIR.parent.iterdir()
+        if (p / "__init__.py").exists()
+    ),
+}
 
 #: Modules no code that runs next to the candidate may load, even indirectly.
 PARENT_ONLY = (
     "pytest_scorewright.evaluator",
-    "pytest_scorewright.sandbox.launch",
-    "pytest_scorewright.sandbox.deadline",
-    "pytest_scorewright.sandbox.sweep",
-    "pytest_scorewright.sandbox.plan",
-    "pytest_scorewright.sandbox.collect",
-    "pytest_scorewright.sandbox.features",
-    "pytest_scorewright.sandbox.workspace",
+    "pytest_scorewright.sandbox",
+    "pytest_scorewright.suite",
     "pytest_scorewright.warm",
+    "pytest_scorewright.scoring",
     "pytest_scorewright.integrity",
     "pytest_scorewright.fanout",
-    "pytest_scorewright.results.assemble",
     "pytest_scorewright.fitness",
     "pytest_scorewright.leaderboard",
     "pytest_scorewright.openevolve",
@@ -39,30 +43,95 @@ PARENT_ONLY = (
     "pytest_scorewright.cli",
 )
 
+#: The layers, lowest first: a module may import its own layer's and lower layers' modules,
+#: never a higher layer's (CONTRIBUTING.md draws the map). Top-level modules not named here
+#: are the top layer (the evaluator, adapters, CLI, plugin).
+LAYERS = (
+    ("_version", "errors", "_text", "limits", "result", "schema", "hookspecs"),
+    ("protocol",),
+    ("kernel",),
+    ("child",),
+    ("suite",),
+    ("sandbox",),
+    ("results",),
+    ("integrity",),
+    ("warm",),
+    ("scoring",),
+)
+#: The one import loop allowed: a worker of an executor builds an Evaluator (fanout/remote.py
+#: imports it inside the function that runs on the worker, so importing either module never
+#: needs the other first).
+LAZY_LOOPS = {("pytest_scorewright.fanout.remote", "pytest_scorewright.evaluator")}
+PACKAGE = Path(child.__file__).parent.parent
 
-def _imports(path: Path) -> list[tuple[int, str]]:
-    """Every module an import statement in ``path`` names (also inside functions)."""
-    found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-        if isinstance(node, ast.Import):
-            found += [(node.lineno, alias.name) for alias in node.names]
-        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.append((node.lineno, node.module))
-            found += [(node.lineno, f"{node.module}.{alias.name}") for alias in node.names]
-    return found
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
-@pytest.mark.parametrize("path", sorted(CHILD_DIR.glob("*.py")), ids=lambda p: p.name)
-def test_child_code_imports_only_what_the_child_side_may(path: Path) -> None:
-    for line, name in _imports(path):
-        if not name.startswith("pytest_scorewright"):
+def _layer(module: str) -> int:
+    first = module.split(".")[1] if "." in module else ""
+    for level, names in enumerate(LAYERS):
+        if first in names:
+            return level
+    return len(LAYERS)
+
+
+def _our_imports(path: Path, *, top_level_only: bool) -> set[str]:
+    """Our modules that ``path`` imports (``from package import module`` names the module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    nodes = tree.body if top_level_only else list(ast.walk(tree))
+    found = set()
+    for node in nodes:
+        if isinstance(node, ast.If):  # `if TYPE_CHECKING:` imports nothing at run time
             continue
-        if name in ("pytest_scorewright.sandbox", "pytest_scorewright.results"):
-            continue  # `from pytest_scorewright.sandbox import wire`: the member decides
-        allowed = any(
-            name == prefix or name.startswith(prefix + ".") for prefix in child.ALLOWED_IMPORTS
-        )
-        assert allowed, f"{path.name}:{line} imports {name}, which child code may not"
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module] + [f"{node.module}.{alias.name}" for alias in node.names]
+        for name in names:
+            if name in MODULES:
+                found.add(name)
+    return found - {_module_name(path)}
+
+
+MODULES = {_module_name(p): p for p in PACKAGE.rglob("*.py")}
+
+
+@pytest.mark.parametrize("module", sorted(MODULES))
+def test_no_import_runs_up_the_layers(module: str) -> None:
+    upward = [
+        name
+        for name in _our_imports(MODULES[module], top_level_only=False)
+        if _layer(name) > _layer(module) and (module, name) not in LAZY_LOOPS
+    ]
+    assert not upward, f"{module} imports {upward}, a higher layer (see LAYERS)"
+
+
+def test_no_import_loops() -> None:
+    graph = {m: _our_imports(p, top_level_only=False) for m, p in MODULES.items()}
+    for module, target in LAZY_LOOPS:
+        graph[module].discard(target)
+    # Depth-first search for a back edge; a package importing its own submodules (its
+    # __init__ re-exporting them) is not a loop unless a submodule imports the package back.
+    state: dict[str, int] = {}
+    loops: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                loops.append([*path[path.index(nxt) :], nxt] if nxt in path else [node, nxt])
+            elif nxt not in state:
+                visit(nxt, [*path, nxt])
+        state[node] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not loops, f"import loops: {loops}"
 
 
 def test_loading_the_child_side_loads_nothing_of_the_parents() -> None:
@@ -87,7 +156,11 @@ def test_the_verdict_has_a_handler_for_every_message_kind() -> None:
     assert not unknown, f"handlers for kinds not in the vocabulary: {sorted(unknown)}"
 
 
-@pytest.mark.parametrize("watched", monitor.watched(), ids=lambda w: ".".join(p for p in w if p))
+@pytest.mark.parametrize(
+    "watched",
+    monitor.own_identities() + identities.test_process_identities(),
+    ids=lambda w: ".".join(p for p in w if p),
+)
 def test_every_identity_the_monitor_snapshots_resolves(watched: tuple[str, str, str]) -> None:
     # The monitor names what it watches; a module moved or renamed would silently leave an
     # identity unchecked (the snapshot skips what it cannot find).

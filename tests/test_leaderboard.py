@@ -143,7 +143,7 @@ def test_a_result_not_scored_for_a_reason_of_ours_ranks_last_without_a_score(
     tmp_path: Path,
 ) -> None:
     from pytest_scorewright.limits import Limits
-    from pytest_scorewright.results.assemble import infrastructure_result
+    from pytest_scorewright.scoring.assemble import infrastructure_result
 
     # The result the Evaluator returns when its warm parent died during the candidate's runs.
     lost = infrastructure_result(

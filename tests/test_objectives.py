@@ -16,17 +16,17 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.integrity.verdict import judge
 from pytest_scorewright.leaderboard import page, rank, table
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.wire import ChildOutcome
 from pytest_scorewright.result import Benchmark, Outcome, Reason, ScoreResult, TestRecord
 from pytest_scorewright.results.measure import benchmark_signals, build_result
-from pytest_scorewright.results.objectives import (
+from pytest_scorewright.scoring.objectives import (
     Objective,
     ObjectiveSet,
     Submitted,
     parse_option,
     take_submissions,
 )
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.wire import ChildOutcome
 from tests.conftest import validate
 
 EXPECTED = [("t.py::test_a", False), ("t.py::test_b", False)]

@@ -153,11 +153,11 @@ def test_a_long_lived_openevolve_evaluator_is_as_good_after_a_hostile_program(
     # And a warm parent that dies between programs (the OOM killer, say) is started again.
     tests = (TASK / "tests").resolve()
     core = next(e.evaluator for e in adapter._cache.values() if e.evaluator.tests == tests)
-    assert core._warm is not None
-    os.kill(core._warm._proc.pid, signal.SIGKILL)
-    core._warm._proc.wait()
+    assert core._runner.warm is not None
+    os.kill(core._runner.warm._proc.pid, signal.SIGKILL)
+    core._runner.warm._proc.wait()
     assert combined(honest, "honest-3") == before
-    assert core._warm.restarts == 1
+    assert core._runner.warm.restarts == 1
 
 
 def test_a_tampered_result_scores_zero_and_says_why_without_listing_passes_as_failures() -> None:
@@ -193,8 +193,8 @@ def _killing_warm_parents(tests: Path, kills: int) -> threading.Thread:
                     break
                 time.sleep(0.02)
             core = next(e.evaluator for e in adapter._cache.values() if e.evaluator.tests == tests)
-            assert core._warm is not None
-            os.kill(core._warm._proc.pid, signal.SIGKILL)
+            assert core._runner.warm is not None
+            os.kill(core._runner.warm._proc.pid, signal.SIGKILL)
             while sandbox_processes(os.getpid()) and time.monotonic() < deadline:
                 time.sleep(0.02)
 

@@ -13,7 +13,7 @@ import pytest
 
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.result import ScoreResult
-from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
+from pytest_scorewright.suite.early_hooks import needs_early_conftest, needs_parsing_in_run
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
@@ -267,7 +267,7 @@ def test_a_candidate_that_reaches_for_pytest_through_gc_is_flagged_either_way() 
 def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path: Path) -> None:
     from _pytest.assertion.rewrite import _read_pyc
 
-    from pytest_scorewright.warm.rewritten import lay_down, rewritten_suite
+    from pytest_scorewright.suite.rewritten import lay_down, rewritten_suite
 
     tests, reference, wrong = _suite(
         tmp_path, "import pytest\n\n@pytest.fixture\ndef factor():\n    return 2\n"
@@ -295,7 +295,7 @@ def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path:
         forged = rewritten_suite(other)
         real_hash = next(v for k, v in made.items() if "test_double" in k)[8:16]
         key = next(k for k in forged if "test_double" in k)
-        ev._planner._rewritten[tests] = {
+        ev._runner.planner._rewritten[tests] = {
             **made,
             key: forged[key][:8] + real_hash + forged[key][16:],
         }
@@ -428,7 +428,7 @@ def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path
         f"""
         from _pytest.config import _prepareconfig
         from pytest_scorewright.child.resume import process_state
-        from pytest_scorewright.warm.prepared import _open_fds, _start
+        from pytest_scorewright.suite.prepared import _open_fds, _start
 
         class Broken:
             def pytest_configure(self, config):

@@ -20,9 +20,9 @@ import pytest
 from pytest_scorewright.child import recheck as child
 from pytest_scorewright.child.monitor import Monitor
 from pytest_scorewright.integrity import recheck as parent
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import FrameReader
-from pytest_scorewright.warm.rewritten import rewritten_suite
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import FrameReader
+from pytest_scorewright.suite.rewritten import rewritten_suite
 
 SUITE = '''
 """A trusted test module."""

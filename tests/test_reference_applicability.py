@@ -1,5 +1,5 @@
 """The reference defines what applies: tests it skips or xfails are not applicable; tests it
-fails refuse the suite, unless it is the baseline (results/applicable.py)."""
+fails refuse the suite, unless it is the baseline (scoring/applicable.py)."""
 
 from __future__ import annotations
 
@@ -16,9 +16,9 @@ from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.openevolve import artifacts
 from pytest_scorewright.result import ScoreResult, TestRecord
-from pytest_scorewright.results.applicable import ReferenceOutcomes
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.results.summary import summary_lines
+from pytest_scorewright.scoring.applicable import ReferenceOutcomes
 from tests.conftest import validate
 
 SUITE = """

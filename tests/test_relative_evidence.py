@@ -18,10 +18,10 @@ from pytest_scorewright.integrity.memorised import (
 from pytest_scorewright.integrity.relative import TrustedRun, module_of, runtime_reasons
 from pytest_scorewright.integrity.static_scan import reference_scan
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.wire import ChildOutcome
 from pytest_scorewright.result import Reason, TestRecord
 from pytest_scorewright.results.measure import apply_policy
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.wire import ChildOutcome
 
 EXPECTED = [("tests/t.py::test_a", False), ("tests/t.py::test_b", False)]
 

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.sandbox.features import probe
+from pytest_scorewright.sandbox.host import probe
 from tests.conftest import boot_clock, sandbox_processes
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
@@ -144,7 +144,7 @@ def test_when_the_caller_or_its_warm_parent_is_killed_a_detached_daemon_goes_too
         from pytest_scorewright.limits import Limits
         ev = Evaluator({str(tmp_path / "tests")!r}, reference={str(tmp_path / "ref.py")!r},
                        limits=Limits(timeout_s=60), namespaces=False)
-        print(ev._warm._proc.pid, flush=True)
+        print(ev._runner.warm._proc.pid, flush=True)
         ev.score({str(tmp_path / "c.py")!r})
         """
     )

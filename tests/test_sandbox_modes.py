@@ -115,7 +115,7 @@ def _run(
 
 def _namespaces_refused(mode: str, home: Path) -> str:
     """Why namespaces are refused to ``mode`` on this machine ("" where they work)."""
-    probe = [sys.executable, "-m", "pytest_scorewright.sandbox.features"]
+    probe = [sys.executable, "-m", "pytest_scorewright.sandbox.host"]
     return run_in(mode, home, probe, timeout=60).stdout.strip()
 
 

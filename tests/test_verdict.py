@@ -14,9 +14,9 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.integrity.verdict import judge
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import FrameReader, encode_frame
-from pytest_scorewright.sandbox.wire import Anchor, ChildOutcome
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import FrameReader, encode_frame
+from pytest_scorewright.protocol.wire import Anchor, ChildOutcome
 
 EXPECTED = [("t.py::test_a", False), ("t.py::test_b", False), ("h.py::test_h", True)]
 

@@ -147,10 +147,10 @@ def test_an_error_of_ours_is_a_retryable_sandbox_error_on_the_trace_never_a_scor
     from verifiers.v1.utils.retries import RetryState
 
     with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
-        assert ev._warm is not None
+        assert ev._runner.warm is not None
         task = _task(vf, Scorer(ev))
         trace = _trace(vf, task, _fenced(SLOW))
-        killer = threading.Thread(target=_kill_when_runs_start, args=(ev._warm._proc.pid,))
+        killer = threading.Thread(target=_kill_when_runs_start, args=(ev._runner.warm._proc.pid,))
         killer.start()
         try:
             # What a rollout does with a scoring failure: verifiers records it on the trace.
@@ -172,7 +172,7 @@ def test_an_error_of_ours_is_a_retryable_sandbox_error_on_the_trace_never_a_scor
         again = _trace(vf, task, _fenced(SLOW))
         asyncio.run(task.score(again))
         assert again.rewards["scorewright"].score == 1.0
-        assert ev._warm.restarts == 1
+        assert ev._runner.warm.restarts == 1
 
 
 def _kill_when_runs_start(warm_pid: int) -> None:
@@ -222,7 +222,7 @@ def test_with_verifiers_before_0_3_an_error_of_ours_is_an_infra_error_the_rollou
     from pytest_scorewright.verifiers import verifiers_reward
 
     with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
-        assert ev._warm is not None
+        assert ev._runner.warm is not None
         reward, weight = verifiers_reward(ev, weight=2.0)
         rubric = rubric_cls(funcs=[reward], weights=[weight])
         attempts: list[dict[str, Any]] = []
@@ -240,8 +240,8 @@ def test_with_verifiers_before_0_3_an_error_of_ours_is_an_infra_error_the_rollou
             await rubric.score_rollout(state)
             return state
 
-        assert ev._warm is not None
-        killer = threading.Thread(target=_kill_when_runs_start, args=(ev._warm._proc.pid,))
+        assert ev._runner.warm is not None
+        killer = threading.Thread(target=_kill_when_runs_start, args=(ev._runner.warm._proc.pid,))
         killer.start()
         final = asyncio.run(maybe_retry(rollout, max_retries=1)())
         killer.join()

@@ -61,7 +61,7 @@ def test_the_callers_memory_is_not_in_the_candidates_process(tmp_path: Path) -> 
 
 def test_the_warm_parent_goes_when_the_evaluator_closes() -> None:
     ev = Evaluator(TASK / "tests", reference=TASK / "reference")
-    warm = ev._warm
+    warm = ev._runner.warm
     assert warm is not None
     pid = warm._proc.pid
     ev.close()
@@ -76,9 +76,9 @@ def test_a_prestarted_warm_parent_is_taken_by_the_next_evaluator_with_its_preloa
     prestart(["json"])
     started = _prestarted[("json",)]
     with Evaluator(TASK / "tests", reference=TASK / "reference") as other:
-        assert other._warm is not started  # another preload: a warm parent of its own
+        assert other._runner.warm is not started  # another preload: a warm parent of its own
     with Evaluator(TASK / "tests", reference=TASK / "reference", preload=["json"]) as ev:
-        assert ev._warm is started
+        assert ev._runner.warm is started
         assert ev.score(TASK / "reference" / "solution.py").signal("pass_rate") == 1.0
     assert not _prestarted
     assert started._proc.poll() is not None
@@ -110,7 +110,7 @@ def _kill_the_caller_mid_run(hang: Path, work: Path) -> None:
         f"ev = Evaluator({str(TASK / 'tests')!r}, heldout={str(TASK / 'heldout')!r}, "
         f"reference={str(TASK / 'reference')!r}, limits=Limits(timeout_s=120, cpu_s=120), "
         f"workdir={str(work)!r})\n"
-        "print(ev._warm._proc.pid, flush=True)\n"
+        "print(ev._runner.warm._proc.pid, flush=True)\n"
         f"ev.score({str(hang)!r})\n"
     )
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from pytest_scorewright.evaluator import Evaluator
     from pytest_scorewright.fitness import Fitness, FitnessContext, FitnessFunction, Option
     from pytest_scorewright.limits import Limits
-    from pytest_scorewright.results.objectives import Objective
+    from pytest_scorewright.scoring.objectives import Objective
 
 #: The fitness extension point: what a custom fitness function implements and configures.
 _FITNESS = ("Fitness", "FitnessContext", "FitnessFunction", "Option")
@@ -65,7 +65,7 @@ def __getattr__(name: str) -> Any:
 
         return Limits
     if name == "Objective":
-        from pytest_scorewright.results.objectives import Objective
+        from pytest_scorewright.scoring.objectives import Objective
 
         return Objective
     raise AttributeError(f"module 'pytest_scorewright' has no attribute {name!r}")

@@ -152,8 +152,8 @@ class ScorewrightOpenEvolve:
         # Stage 1 also runs every visible test that benchmarks or submits a value for an
         # objective (as the reference did): a fitness of speed or an objective would score a
         # stage without them 0, and cascade evaluation would drop every program.
-        measuring = {n for heldout, n in evaluator.bench_reference if not heldout} | {
-            test for suite, test, _ in evaluator.submission_counts if suite == "visible"
+        measuring = {n for heldout, n in evaluator.reference.bench if not heldout} | {
+            test for suite, test, _ in evaluator.reference.submission_counts if suite == "visible"
         }
         self.stage1_ids = [n for n in visible if n in share or n in measuring]
 

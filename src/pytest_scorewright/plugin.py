@@ -1,4 +1,4 @@
-"""The pytest plugin: options, markers, hook registration. The work is in ``collector``."""
+"""The pytest plugin: options, markers, hook registration (the work: pluginmode/recorder.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_scorewright import hooks
+from pytest_scorewright import hookspecs
 from pytest_scorewright.child import bench
 from pytest_scorewright.child.anchors import Scorewright
 from pytest_scorewright.errors import OutputPathError
-from pytest_scorewright.pluginmode.collector import ScoreCollector
+from pytest_scorewright.pluginmode.recorder import ScoreRecorder
 from pytest_scorewright.pluginmode.settings import PluginSettings, add_options
 from pytest_scorewright.result import check_writable
 
@@ -25,7 +25,7 @@ HELDOUT_MARKER = (
 )
 
 _COVERAGE_KEY: pytest.StashKey[CoverageSession] = pytest.StashKey()
-_COLLECTOR_KEY = pytest.StashKey[ScoreCollector]()
+_COLLECTOR_KEY = pytest.StashKey[ScoreRecorder]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -33,7 +33,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
-    pluginmanager.add_hookspecs(hooks)
+    pluginmanager.add_hookspecs(hookspecs)
 
 
 @pytest.hookimpl(tryfirst=True)
@@ -69,7 +69,7 @@ def pytest_configure(config: pytest.Config) -> None:
     coverage = config.stash.get(_COVERAGE_KEY, None)
     if coverage is not None and _is_xdist_controller(config):
         coverage.discard()  # the workers measure; their data is merged at the end
-    collector = ScoreCollector(config, settings, out, coverage, ctrf=ctrf)
+    collector = ScoreRecorder(config, settings, out, coverage, ctrf=ctrf)
     config.stash[_COLLECTOR_KEY] = collector
     config.pluginmanager.register(collector, "scorewright-collector")
 

@@ -22,7 +22,7 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, cast
+from typing import Any, Literal, cast, get_args
 
 from pytest_scorewright.errors import OutputPathError, ResultFormatError
 
@@ -52,17 +52,7 @@ Outcome = Literal[
     "not_run",
     "not_applicable",
 ]
-OUTCOMES: tuple[Outcome, ...] = (
-    "passed",
-    "failed",
-    "error",
-    "skipped",
-    "xfailed",
-    "xpassed",
-    "timeout",
-    "not_run",
-    "not_applicable",
-)
+OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 Phase = Literal["collect", "setup", "call", "teardown"]
 PHASES: tuple[Phase, ...] = ("collect", "setup", "call", "teardown")
 Mode = Literal["plugin", "evaluator"]
@@ -78,16 +68,6 @@ POLICIES: tuple[Policy, ...] = ("default", "warn_only", "fail_closed")
 
 #: Longest per-test message kept, in characters; longer ones are cut in the middle.
 MESSAGE_LIMIT = 2048
-
-
-def bound_message(text: str, limit: int = MESSAGE_LIMIT) -> str:
-    """Cut ``text`` to at most ``limit`` characters, keeping its start and end."""
-    if len(text) <= limit:
-        return text
-    marker = " … "
-    keep = limit - len(marker)
-    head = keep // 2
-    return text[:head] + marker + text[len(text) - (keep - head) :]
 
 
 @dataclass(frozen=True)
@@ -132,7 +112,7 @@ class TestRecord:
     #: False when tamper evidence withdrew the credit: ``outcome`` is what the run reported,
     #: but the test does not count as passed (integrity policy ``default``/``fail_closed``).
     credited: bool = True
-    #: For a ``not_applicable`` test: what the reference's run of it was (results/applicable.py).
+    #: For a ``not_applicable`` test: what the reference's run of it was (scoring/applicable.py).
     reference_outcome: Outcome | None = None
     #: The benchmark fixture's figures, when the test used it.
     benchmark: Benchmark | None = None

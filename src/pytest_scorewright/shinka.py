@@ -101,7 +101,7 @@ def add_shinka_arguments(
         default=[f"{k}={v}" for k, v in dict(defaults.get("fitness_config") or {}).items()],
         help="A fitness setting (repeatable), e.g. objective=radii with --fitness objective",
     )
-    from pytest_scorewright.cli import add_objective_options
+    from pytest_scorewright.cli.options import add_objective_options
 
     add_objective_options(parser)
     # shinka_main(objectives={...}) keeps its objectives apart from the command line's.
@@ -153,7 +153,7 @@ def _fitness(args: argparse.Namespace) -> Fitness:
 
 
 def _objectives(args: argparse.Namespace) -> dict[str, Any]:
-    from pytest_scorewright.cli import objectives_from_args
+    from pytest_scorewright.cli.options import objectives_from_args
 
     return {**dict(getattr(args, "objectives", None) or {}), **objectives_from_args(args)}
 

@@ -16,7 +16,7 @@ value), and a test whose anchored values differ fails whatever the child reporte
 Tolerances are taken from the reference run, never from the candidate's.
 
 ``scorewright.submit(name, value)`` sends a value the same way for a trusted objective
-function to score in the parent (results/objectives.py, docs/objectives.md)::
+function to score in the parent (scoring/objectives.py, docs/objectives.md)::
 
     def test_packing(scorewright):
         scorewright.submit("radii", solution.pack(26))
@@ -33,8 +33,8 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.wire import Anchor
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.wire import Anchor
 
 #: The child's way to the parent (anchored values, submissions, benchmark figures); absent in
 #: plugin mode, where expect() and submit() record nothing.

@@ -51,7 +51,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.sandbox import wire
+from pytest_scorewright.protocol import wire
 
 #: Bound once, before any candidate code is imported (see the module docstring).
 _clock = time.perf_counter

@@ -15,8 +15,8 @@ import tempfile
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pytest_scorewright.child import landlock, linux
-from pytest_scorewright.sandbox.wire import WorkerPlan
+from pytest_scorewright.kernel import landlock, linux
+from pytest_scorewright.protocol.wire import WorkerPlan
 
 MiB = 1024 * 1024
 

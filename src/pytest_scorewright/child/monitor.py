@@ -42,11 +42,11 @@ from collections.abc import Callable
 from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
-from pytest_scorewright.results.phases import reduce_report
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import send
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import send
+from pytest_scorewright.protocol.phases import reduce_report
 
-# Attributes whose identity must not change while candidate code runs (ours: watched()).
+# Attributes whose identity must not change while candidate code runs (ours: own_identities()).
 _PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
     ("time", "", "perf_counter"),
     ("time", "", "perf_counter_ns"),
@@ -65,22 +65,10 @@ _PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def watched() -> tuple[tuple[str, str, str], ...]:
-    """Every (module, class or "", attribute) the monitor snapshots. Our own are named from
-    the objects themselves, so a moved module moves its entry with it."""
-    from pytest_scorewright.child import anchors, bench, recheck
-    from pytest_scorewright.child.reporter import ChildReporter  # it imports this module
-
-    ours: list[tuple[str, str, str]] = [
-        (ChildReporter.__module__, "ChildReporter", method.__name__)
-        for method in (
-            ChildReporter.pytest_runtest_logreport,
-            ChildReporter.pytest_runtest_makereport,
-            ChildReporter.pytest_sessionfinish,
-            ChildReporter.pytest_collection,
-        )
-    ]
-    ours += [
+def own_identities() -> tuple[tuple[str, str, str], ...]:
+    """pytest's, the timers' and the monitor's own identities: what every process it is armed
+    in snapshots. The test process adds its reporter's and probes' (child/identities.py)."""
+    ours = [
         (Monitor.__module__, "Monitor", method.__name__)
         for method in (
             Monitor.audit,
@@ -93,40 +81,7 @@ def watched() -> tuple[tuple[str, str, str], ...]:
             Monitor.final_checks,
         )
     ]
-    ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.expect.__name__))
-    ours.append((anchors.__name__, "Scorewright", anchors.Scorewright.submit.__name__))
-    # The benchmark fixture's clock, bound before any candidate code, and what times with it.
-    ours.append((bench.__name__, "", "_clock"))
-    ours += [
-        (bench.__name__, "BenchmarkFixture", method.__name__)
-        for method in (
-            bench.BenchmarkFixture.__call__,
-            bench.BenchmarkFixture.pedantic,
-            bench.BenchmarkFixture._auto,
-            bench.BenchmarkFixture._record,
-        )
-    ]
-    ours += [
-        (bench.__name__, "RoundTrips", method.__name__)
-        for method in (bench.RoundTrips.count, bench.RoundTrips.sample, bench.RoundTrips.seconds)
-    ]
-    ours += [
-        (function.__module__, "", function.__name__)
-        for function in (
-            reduce_report,
-            send,
-            anchors.encode,
-            anchors.make_anchor,
-            anchors.submission,
-            bench._timed_round,
-            bench.summarize,
-            bench.round_trips,
-            recheck.check,
-            recheck.call,
-            recheck.module_start,
-            recheck.module_done,
-        )
-    ]
+    ours += [(f.__module__, "", f.__name__) for f in (reduce_report, send)]
     return _PYTEST_AND_TIMERS + tuple(ours)
 
 
@@ -177,8 +132,17 @@ def _lookup(module: str, owner: str, name: str) -> object:
 class Monitor:
     """Armed once per child, before pytest imports any test (and so any candidate) module."""
 
-    def __init__(self, fd: int, candidate_dir: str, tests_dir: str, writable: tuple[str, ...]):
+    def __init__(
+        self,
+        fd: int,
+        candidate_dir: str,
+        tests_dir: str,
+        writable: tuple[str, ...],
+        watched: tuple[tuple[str, str, str], ...] = (),
+    ):
         self.fd = fd
+        #: Every (module, class or "", attribute) whose identity is snapshotted.
+        self.watched = own_identities() + watched
         #: Called at the start of every answer (the test process's proxy session asks the
         #: candidate's process to check itself).
         self.before_answer: Callable[[], None] | None = None
@@ -225,7 +189,7 @@ class Monitor:
     def take_snapshot(self) -> None:
         """Record the watched identities; called again when collection starts, once pytest
         has imported everything it will use (and before any test module, so the candidate)."""
-        self.snapshot = {key: value for key in watched() if (value := _lookup(*key)) is not None}
+        self.snapshot = {k: v for k in self.watched if (v := _lookup(*k)) is not None}
         self.stdlib = {}
         for name in _ORACLE_MODULES:
             self._snapshot_module(name)
@@ -690,8 +654,16 @@ _IMMEDIATE = frozenset(
 )
 
 
-def arm(fd: int, candidate_dir: str, tests_dir: str, writable: tuple[str, ...]) -> Monitor:
-    monitor = Monitor(fd, candidate_dir, tests_dir, writable)
+def arm(
+    fd: int,
+    candidate_dir: str,
+    tests_dir: str,
+    writable: tuple[str, ...],
+    watched: tuple[tuple[str, str, str], ...] = (),
+) -> Monitor:
+    """Arm the monitor; ``watched`` adds identities of the process's own (child/identities.py
+    in the test process)."""
+    monitor = Monitor(fd, candidate_dir, tests_dir, writable, watched)
     sys.addaudithook(monitor.audit)
     return monitor
 

@@ -14,15 +14,15 @@ import signal
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from pytest_scorewright.child import linux
 from pytest_scorewright.child.confine import confine_worker, reset_process
-from pytest_scorewright.child.namespaces import give_back, hand_over, setup_as_init, try_unshare
-from pytest_scorewright.child.reaper import end_descendants
 from pytest_scorewright.child.runner import run_pytest
 from pytest_scorewright.child.spawner import run_worker
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import send
-from pytest_scorewright.sandbox.wire import SandboxSpec
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.kernel.namespaces import give_back, hand_over, setup_as_init, try_unshare
+from pytest_scorewright.kernel.reaper import end_descendants
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import send
+from pytest_scorewright.protocol.wire import SandboxSpec
 
 if TYPE_CHECKING:
     from pytest_scorewright.child.resume import Prepared

@@ -3,8 +3,8 @@
 With ``isolation="process"`` the trusted tests run in a process that never imports candidate
 code. An import hook answers for the candidate's module names with :class:`ProxyModule`s;
 every attribute, call and operation on them is a request to the candidate's process
-(child/candidate.py), and what comes back is decoded into fresh builtin values
-(child/plaindata.py) or into stand-ins that can only ask the candidate to act. So:
+(child/apart/candidate.py), and what comes back is decoded into fresh builtin values
+(protocol/values.py) or into stand-ins that can only ask the candidate to act. So:
 
 - a result is a fresh ``list``/``int``/``dict``...: it has no behaviour of the candidate's;
 - an object that is not plain data stays in the candidate's process; its stand-in forwards
@@ -44,8 +44,8 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pytest_scorewright.child import plaindata
-from pytest_scorewright.child.rpc import ChannelClosed, Endpoint, RemoteError, socket_from_fd
+from pytest_scorewright.protocol import values
+from pytest_scorewright.protocol.rpc import ChannelClosed, Endpoint, RemoteError, socket_from_fd
 
 _MUTABLE = (list, dict, set, bytearray)
 #: Crashes (and calls abandoned: a test's timeout) after which the test process stops asking
@@ -219,7 +219,7 @@ class Session:
             raise self.exception(exc.error) from None
         try:
             return answer if raw else self.decode(answer)
-        except plaindata.NotPlainData as exc:
+        except values.NotPlainData as exc:
             raise CandidateError(
                 f"the candidate's process answered with malformed data: {exc}"
             ) from None
@@ -228,12 +228,12 @@ class Session:
 
     def encode(self, value: Any) -> Any:
         try:
-            return plaindata.encode(value, self._ref)
+            return values.encode(value, self._ref)
         except RecursionError:
             raise NotCrossable("a value nested too deeply to pass to the candidate") from None
 
     def decode(self, data: Any) -> Any:
-        return plaindata.decode(data, self._deref)
+        return values.decode(data, self._deref)
 
     def _ref(self, obj: Any) -> dict[str, Any]:
         ref: Ref | None = None
@@ -261,15 +261,15 @@ class Session:
 
     def _deref(self, form: Any) -> Any:
         if type(form) is not dict:
-            raise plaindata.NotPlainData("a reference that is not an object")
+            raise values.NotPlainData("a reference that is not an object")
         if "w" in form:
             obj = self.theirs.get(form["w"]) if type(form["w"]) is int else None
             if obj is None:
-                raise plaindata.NotPlainData("a reference to an object of ours that we never gave")
+                raise values.NotPlainData("a reference to an object of ours that we never gave")
             return obj
         handle, kind, info = form.get("h"), form.get("k"), form.get("i", {})
         if type(handle) is not int or kind not in _KINDS or type(info) is not dict:
-            raise plaindata.NotPlainData("a malformed reference")
+            raise values.NotPlainData("a malformed reference")
         path = info.get("path")
         ref = Ref(self, handle, self.incarnation, _path(path))
         if kind == "cls":
@@ -283,7 +283,7 @@ class Session:
             found = sys.modules.get(name) if type(name) is str else None
             if isinstance(found, ProxyModule):
                 return found
-            raise plaindata.NotPlainData("a reference to a module the tests did not import")
+            raise values.NotPlainData("a reference to a module the tests did not import")
         if kind == "fn":
             made: Any = RemoteFunction(
                 ref, str(info.get("name", "")), str(info.get("qualname", ""))
@@ -363,7 +363,7 @@ class Session:
             self.report("skip_from_candidate", f"the candidate raised {name} inside {test}")
         cls: type[BaseException] | None = None
         if error.get("cls") is not None:
-            with contextlib.suppress(plaindata.NotPlainData, CandidateUnavailable):
+            with contextlib.suppress(values.NotPlainData, CandidateUnavailable):
                 found = self._deref(error["cls"])
                 if isinstance(found, type) and issubclass(found, BaseException):
                     cls = found
@@ -371,7 +371,7 @@ class Session:
             cls = _local_exception_class(module, name)
         try:
             args = self.decode(error.get("args", []))
-        except plaindata.NotPlainData:
+        except values.NotPlainData:
             args = [message]
         if type(args) is not list:
             args = [message]
@@ -449,7 +449,7 @@ class RemoteIterator(StandIn):
             self._sw_batch = min(self._sw_batch * 2, 256)
             try:
                 items = ref.session.decode(answer["items"]) if type(answer) is dict else None
-            except plaindata.NotPlainData:
+            except values.NotPlainData:
                 items = None
             if type(items) is not list:
                 raise CandidateError("the candidate's process answered next() with malformed data")
@@ -613,7 +613,7 @@ def _call(
     try:
         value = session.decode(answer["value"])
         mutated = {k: session.decode(v) for k, v in _pairs(answer.get("mutated"))}
-    except plaindata.NotPlainData as exc:
+    except values.NotPlainData as exc:
         raise CandidateError(
             f"the candidate's process answered with malformed data: {exc}"
         ) from None
@@ -708,7 +708,7 @@ def _base(session: Session, base: Any, *, exception: bool) -> type | None:
         found = _local_exception_class(module, qualname) if exception else None
         return found
     if "ref" in base:
-        with contextlib.suppress(plaindata.NotPlainData):
+        with contextlib.suppress(values.NotPlainData):
             found = session._deref(base["ref"])
             if isinstance(found, type):
                 return found
@@ -818,7 +818,7 @@ def _warning_class(session: Session, described: Any) -> type[Warning]:
     if type(described) is dict and "builtin" in described:
         found = getattr(builtins, str(described["builtin"]), None)
     elif type(described) is dict and "ref" in described:
-        with contextlib.suppress(plaindata.NotPlainData, CandidateUnavailable):
+        with contextlib.suppress(values.NotPlainData, CandidateUnavailable):
             found = session._deref(described["ref"])
     return found if isinstance(found, type) and issubclass(found, Warning) else UserWarning
 

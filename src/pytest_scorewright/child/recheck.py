@@ -1,5 +1,5 @@
 """Re-checked assertions, the child's half: called by the trusted test bytecode the parent
-made (warm/rewritten.py), it sends each passing assertion's operands to the parent as plain
+made (suite/rewritten.py), it sends each passing assertion's operands to the parent as plain
 data, and tells the monitor what each trusted test module defines.
 
 An operand is encoded from exact builtin types only (as anchored values are), within a small
@@ -19,8 +19,8 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 from pytest_scorewright.child.anchors import NotPlain
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import MAX_FRAME, encode_frame
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import MAX_FRAME, encode_frame
 
 if TYPE_CHECKING:
     from pytest_scorewright.child.monitor import Monitor
@@ -95,7 +95,7 @@ def check(site: str, op: str, *operands: Any) -> None:
         _emit({"type": wire.RECHECK, "site": site, "op": op, "sides": sides})
 
 
-#: unittest's assertion methods (warm/instrument.py rewrites calls of these names): the
+#: unittest's assertion methods (suite/instrument.py rewrites calls of these names): the
 #: comparison each makes, and how many operands.
 UNITTEST: dict[str, tuple[str, int]] = {
     "assertEqual": ("==", 2),

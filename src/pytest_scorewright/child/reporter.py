@@ -1,7 +1,7 @@
 """The pytest plugin inside the sandboxed child: it reports, it never decides.
 
 One message per test phase goes to the parent over a pipe opened before any candidate code
-ran (sandbox/channel.py); the parent treats the messages as evidence. After the session's
+ran (protocol/channel.py); the parent treats the messages as evidence. After the session's
 last message the child ends with ``os._exit``, so that no candidate ``atexit`` handler,
 non-daemon thread or buffered finaliser runs after pytest.
 """
@@ -19,9 +19,9 @@ from pytest_scorewright._text import bound_message
 from pytest_scorewright.child import recheck
 from pytest_scorewright.child.anchors import ANCHOR_SINK
 from pytest_scorewright.child.monitor import CANARY_EVENT, Monitor, skipped_by_candidate
-from pytest_scorewright.results.phases import reduce_report
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import send
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import send
+from pytest_scorewright.protocol.phases import reduce_report
 
 #: Exit code of the child process itself (not pytest's), read by the parent.
 EXIT_OK = 0

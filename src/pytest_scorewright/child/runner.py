@@ -17,13 +17,14 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.child.identities import test_process_identities
 from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import arm
 from pytest_scorewright.child.reporter import EXIT_OK, ChildReporter, flush_std_streams
 from pytest_scorewright.child.resume import adopt, load_initial_conftests, resume
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import send
-from pytest_scorewright.sandbox.wire import MonitorPaths
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import send
+from pytest_scorewright.protocol.wire import MonitorPaths
 
 if TYPE_CHECKING:
     from pytest_scorewright.child.resume import Prepared
@@ -69,7 +70,9 @@ def run_pytest(
         adopt(prepared)
         monitor = None
         if watch is not None:
-            monitor = arm(fd, watch.candidate_dir, watch.tests_dir, watch.writable)
+            monitor = arm(
+                fd, watch.candidate_dir, watch.tests_dir, watch.writable, test_process_identities()
+            )
         if proxy is not None:
             # Isolation by process: the candidate's modules are proxies to its own process
             # (child/proxy.py), which the spawner starts when the tests first import one.

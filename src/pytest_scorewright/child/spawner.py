@@ -25,9 +25,9 @@ import socket
 from collections.abc import Callable
 from typing import NoReturn
 
-from pytest_scorewright.child import linux
 from pytest_scorewright.child.confine import confine_worker
-from pytest_scorewright.sandbox.wire import SandboxSpec
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.protocol.wire import SandboxSpec
 
 _EXIT_CANDIDATE_SETUP = 73
 #: Candidate processes one run may start (the first, and restarts after crashes and
@@ -170,7 +170,7 @@ def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:
         os.closerange(keep + 1, 1 << 20)
         _hide(spec.hide)
         confine_worker(plan)
-        from pytest_scorewright.child.candidate import start
+        from pytest_scorewright.child.apart.candidate import start
 
         start(sock, spec.candidate_path, spec.watch, spec.candidate_modules)
     except BaseException:  # noqa: S110 - the test process sees the channel close

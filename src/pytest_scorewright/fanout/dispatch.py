@@ -38,7 +38,8 @@ from pytest_scorewright.fanout.remote import RemoteTask, Reply, held, score_remo
 from pytest_scorewright.fanout.suite import pack_suite
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
-from pytest_scorewright.results.assemble import infrastructure_result
+from pytest_scorewright.scoring.assemble import infrastructure_result
+from pytest_scorewright.scoring.runs import PATIENCE_S
 
 #: The most times a candidate goes again because its worker had no copy of the suite.
 _SUITE_ASKS = 4
@@ -75,9 +76,26 @@ class _Try:
     running_since: float | None = None
 
 
+def remote_deadline_s(limits: Limits, repeats: int) -> float:
+    """The longest one try on a worker may take: building the Evaluator there (the trusted
+    collection, then the reference's runs, twice when ``isolation`` is auto), then the
+    candidate's runs and repeats, each run at most its time limit, its grace period and our
+    patience; and a minute for the transfer."""
+    run = limits.timeout_s + limits.grace_s + PATIENCE_S
+    return (4 + repeats) * run + 60.0
+
+
 class RemoteBatch:
     """Score ``paths`` on ``executor``'s workers; iterate for ``(index, result)`` as each
     candidate ends, exactly once each.
+
+    The suite travels once to each worker as a bundle keyed by its hash, each candidate as
+    its files, so no worker needs this machine's files. A try its worker loses (killed, out
+    of memory), or that fails for a reason of ours, goes again up to ``retries`` more times;
+    a try with no answer ``deadline_s`` after a worker could have started it is given up
+    (:func:`remote_deadline_s` is what the slowest honest try can take). ``slots`` is how
+    many the executor runs at once, where it cannot be asked (Dask and the standard pools
+    are asked).
 
     Example::
 

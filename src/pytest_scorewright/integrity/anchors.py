@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from pytest_scorewright.sandbox.wire import Anchor
+from pytest_scorewright.protocol.wire import Anchor
 
 
 def matches(reference: Anchor, candidate: Anchor) -> bool:

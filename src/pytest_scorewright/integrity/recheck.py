@@ -1,7 +1,7 @@
 """Re-checked assertions, the parent's half: a passing assertion's operands, decoded into
 builtin values here, must still satisfy it.
 
-The trusted test bytecode (warm/rewritten.py, child/recheck.py) sends, for each passing
+The trusted test bytecode (suite/rewritten.py, child/recheck.py) sends, for each passing
 ``assert a == b`` (``!=``, ``in``, ``not in``, ``<``, ``<=``, ``>``, ``>=``, ``is None``,
 ``is not None``, ``not x``, a bare truth test, and unittest's ``assertEqual`` family), a
 plain encoding of each operand made of exact

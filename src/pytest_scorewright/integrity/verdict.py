@@ -26,16 +26,16 @@ import re
 import signal as _signal
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pytest_scorewright._text import bound_message
 from pytest_scorewright.integrity import recheck
 from pytest_scorewright.integrity.anchors import matches
 from pytest_scorewright.integrity.codes import CODES, reason
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.wire import Anchor, ChildOutcome, PhaseReport
 from pytest_scorewright.result import Benchmark, CollectionError, Reason, TestRecord
 from pytest_scorewright.results.outcomes import OutcomeTracker
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.wire import Anchor, ChildOutcome, PhaseReport
 
 _WHEN = ("setup", "call", "teardown")
 _CODE = re.compile(r"[a-z][a-z0-9_]{0,40}")
@@ -44,15 +44,9 @@ _PYTEST_OUTCOMES = ("passed", "failed", "skipped")
 
 
 #: How a run ended, as the parent saw it.
-ENDINGS = (
-    "finished",
-    "timeout",
-    "crash",
-    "early_exit",
-    "import_error",
-    "channel_broken",
-    "stopped",
-)
+Ending = Literal[
+    "finished", "timeout", "crash", "early_exit", "import_error", "channel_broken", "stopped"
+]
 
 #: Findings filed from one run (one per test and code; the codes are the table's): past it
 #: they are counted, not kept, whatever a child in process with the candidate sends.
@@ -125,7 +119,7 @@ class RunVerdict:
     collection_errors: list[CollectionError] = field(default_factory=list)
     sandbox: dict[str, Any] = field(default_factory=dict)
     finished: bool = False
-    ending: str = "finished"
+    ending: Ending = "finished"
     findings: list[Finding] = field(default_factory=list)
     timing: RunTiming = field(default_factory=lambda: RunTiming(None, 0.0, 0.0))
     #: Anchored values by test, as received (the reference run's become the expectations).
@@ -282,7 +276,7 @@ def _compare_anchors(ev: _Evidence, reference: Mapping[str, Sequence[Anchor]]) -
                 break
 
 
-def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> str:
+def _ending(ev: _Evidence, observed: ChildOutcome, error: str | None) -> Ending:
     if error is None:
         return "finished"
     if observed.stopped is not None:

@@ -1,3 +1,4 @@
-"""From pytest's reports to a ScoreResult: phase reports (phases.py), one outcome per test
-(outcomes.py), signals and the one result builder (measure.py), the evaluator's assembly of a
-candidate's runs (assemble.py), and the terminal summary (summary.py)."""
+"""From per-test reports to a ScoreResult's parts, shared by plugin mode and the evaluator:
+one outcome per test (``outcomes.py``), signals and the one result builder (``measure.py``),
+bounded messages (``bound.py``), CTRF export (``ctrf.py``) and the terminal summary
+(``summary.py``)."""

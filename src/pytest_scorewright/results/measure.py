@@ -36,7 +36,7 @@ NOT_EXECUTED = frozenset({"skipped", "not_run"})
 
 #: Reference medians of benchmarked tests, by (held out, node id): the baseline of speedup.
 BenchReference = Mapping[tuple[bool, str], float]
-#: Scores objectives from the records the policy left credited (results/objectives.py).
+#: Scores objectives from the records the policy left credited (scoring/objectives.py).
 ObjectiveScorer = Callable[
     [Sequence[TestRecord]], tuple[Sequence[Signal], Sequence[ObjectiveResult]]
 ]
@@ -77,7 +77,7 @@ def build_signals(
     """Measure what can be measured; leave out what cannot (never a 0 in its place)."""
     signals: list[Signal] = []
     if counts_known:
-        # Tests the reference skips or xfails (results/applicable.py) count nowhere but here.
+        # Tests the reference skips or xfails (scoring/applicable.py) count nowhere but here.
         excluded = sum(not r.applicable for r in records)
         records = [r for r in records if r.applicable]
         visible = [r for r in records if not r.heldout]

@@ -1,8 +1,8 @@
 """From pytest's per-phase reports to one outcome per test.
 
 pytest reports each test in up to three phases (setup, call, teardown), plus one report per
-subtest. :func:`~pytest_scorewright.results.phases.reduce_report` turns each into a plain
-:class:`~pytest_scorewright.sandbox.wire.PhaseReport`; :class:`OutcomeTracker` folds phase
+subtest. :func:`~pytest_scorewright.protocol.phases.reduce_report` turns each into a plain
+:class:`~pytest_scorewright.protocol.wire.PhaseReport`; :class:`OutcomeTracker` folds phase
 reports into one :class:`TestRecord` per test.
 
 The rules, in short: only ``passed`` counts as passed; a failing setup is an ``error``; a
@@ -17,8 +17,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pytest_scorewright._text import bound_message
+from pytest_scorewright.protocol.wire import PhaseReport
 from pytest_scorewright.result import Outcome, Phase, TestRecord
-from pytest_scorewright.sandbox.wire import PhaseReport
 
 
 @dataclass

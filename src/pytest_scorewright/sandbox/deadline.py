@@ -15,11 +15,11 @@ import signal
 import time
 from typing import Any
 
-from pytest_scorewright.child.reaper import end_descendants
+from pytest_scorewright.kernel.reaper import end_descendants
+from pytest_scorewright.protocol.channel import FrameReader
+from pytest_scorewright.protocol.wire import ChildOutcome, SandboxSpec
 from pytest_scorewright.sandbox import subids
-from pytest_scorewright.sandbox.channel import FrameReader
 from pytest_scorewright.sandbox.sweep import kill_every_process_of, processes_of
-from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
 
 #: What the control record of a run passes on to its outcome.
 _RECORDED = (

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.sandbox.wire import NPROC_UID, NPROC_USERNS
+from pytest_scorewright.protocol.wire import NPROC_UID, NPROC_USERNS
 
 #: Every guarantee, and what it promises.
 GUARANTEES: Mapping[str, str] = {

@@ -31,13 +31,13 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from pytest_scorewright.child import linux
-from pytest_scorewright.child.namespaces import give_back, hand_over, try_unshare
 from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.kernel.namespaces import give_back, hand_over, try_unshare
+from pytest_scorewright.protocol.wire import NPROC_USER, ChildOutcome, SandboxSpec
 from pytest_scorewright.sandbox import cgroups, subids
 from pytest_scorewright.sandbox.deadline import RunWatch
 from pytest_scorewright.sandbox.sweep import tasks_of
-from pytest_scorewright.sandbox.wire import NPROC_USER, ChildOutcome, SandboxSpec
 
 if TYPE_CHECKING:
     from pytest_scorewright.child.resume import Prepared

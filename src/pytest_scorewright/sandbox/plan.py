@@ -5,6 +5,7 @@ pytest command line. Everything is decided here, in the trusted parent, before t
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import os
 import shutil
@@ -16,12 +17,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_scorewright.child.namespaces import hand_over
+from pytest_scorewright.kernel.namespaces import hand_over
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.sandbox import uids
-from pytest_scorewright.sandbox.features import Features
-from pytest_scorewright.sandbox.guarantees import Facts
-from pytest_scorewright.sandbox.wire import (
+from pytest_scorewright.protocol.wire import (
     MAX_MESSAGES,
     NPROC_UID,
     NPROC_USER,
@@ -32,10 +30,13 @@ from pytest_scorewright.sandbox.wire import (
     SandboxSpec,
     WorkerPlan,
 )
+from pytest_scorewright.sandbox import uids
+from pytest_scorewright.sandbox.guarantees import Facts
+from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.workspace import Workspace
-from pytest_scorewright.warm.early_hooks import needs_early_conftest, needs_parsing_in_run
-from pytest_scorewright.warm.prepared import STARTABLE_PLUGINS
-from pytest_scorewright.warm.rewritten import lay_down, rewritten_suite
+from pytest_scorewright.suite.early_hooks import needs_early_conftest, needs_parsing_in_run
+from pytest_scorewright.suite.prepared import STARTABLE_PLUGINS
+from pytest_scorewright.suite.rewritten import lay_down, rewritten_suite
 
 #: Directories every Python needs to read; the rest of the file system is closed to the
 #: child where Landlock is available.
@@ -43,7 +44,7 @@ SYSTEM_READ = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc", "/pr
 DEVICES_READ = ("/dev/null", "/dev/zero", "/dev/urandom", "/dev/random")
 
 #: Top-level directories a run with a mount namespace sees as they are (/dev is rebuilt,
-#: child/namespaces.py). Every other one is hidden behind an empty tmpfs, with only the
+#: kernel/namespaces.py). Every other one is hidden behind an empty tmpfs, with only the
 #: paths the run needs bound back: no socket of the host, in /tmp, /run, /var, /home or
 #: anywhere else, can be reached by its path.
 SYSTEM_TOP = frozenset(
@@ -139,7 +140,7 @@ class RunPlanner:
         )
         # Without namespaces: a cgroup of each run's own, where a subtree is delegated.
         self._cgroup = not settings.use_namespaces and features.cgroup is not None
-        # Once per suite, compiled not run: pytest reads it in each run (warm/rewritten.py).
+        # Once per suite, compiled not run: pytest reads it in each run (suite/rewritten.py).
         self._rewritten = {t: rewritten_suite(t) for t in suites}
         # Suites whose initial conftest.py each run must load before configuring.
         self._early = {t: needs_early_conftest(t) for t in suites}
@@ -184,103 +185,13 @@ class RunPlanner:
         ws = workspace
         if self.fixed_root is not None:
             ws = ws.seen_at(self.fixed_root)  # every path below is the child's view
-        targets = [str(ws.root / nodeid) for nodeid in select] if select else [str(ws.tests)]
-        args = [
-            *targets,
-            # --confcutdir the work dir's root (which has no conftest.py): it must exist when
-            # the warm parent parses, where the tests directory does not.
-            *("-c", str(ws.root / _INI), "--rootdir", str(ws.root), "--confcutdir", str(ws.root)),
-            # No output capture: the child's output is already a bounded pipe, and fd capture
-            # would dup2 over the warm parent's own descriptors while it parses (prepared.py).
-            "--capture=no",
-            *itertools.chain.from_iterable(("-p", f"no:{p}") for p in UNUSED_PLUGINS),
-            # --tb=line: the records keep only the crash message, which every style has;
-            # rendering source for each failure cost ~8 ms per failing test.
-            *("-q", "--color=no", "--tb=line"),
-            *timeout_args(s.limits),
-            *extra_args,
-        ]
+        args = self._pytest_args(ws, select, extra_args)
         limits = dataclasses.replace(s.limits, timeout_s=timeout_s)
         real_paths = workspace.import_paths(s.module)
         paths = [str(ws.root / p.relative_to(workspace.root)) for p in real_paths]
         modules = s.modules or (s.module,)
-        # /dev/shm is writable only where it is the run's own tmpfs (namespaces).
-        shm = ("/dev/shm",) if s.use_namespaces else ()  # noqa: S108 - a private tmpfs per run
-        system = (*SYSTEM_READ, *DEVICES_READ, *self._python_readable)
-        deny_tcp = not s.network and not s.use_namespaces
-        uid, abi = workspace.uid, s.features.landlock_abi
         user_ns = s.use_namespaces and s.features.user_namespace
-        # Root that stays root (its user namespace maps no other uid) gives up its
-        # capabilities, as a user namespace's root does.
-        drop = user_ns or (s.features.root and uid is None and s.features.root_uids is None)
-        counts = self._process_count(uid, user_ns)
-        if isolated:
-            # The candidate's process never reads the tests; the test process never imports the
-            # candidate (it is not on its path; proxies answer for its names), though pytest
-            # must list the work dir's root. They share TMPDIR (tmp_path files can be handed
-            # over).
-            # A test's own subprocess of the candidate (``python -m mylib``) would run candidate
-            # code in the test process's domain, so the test process gets no PYTHONPATH to it:
-            # a suite that needs one fails apart, and auto runs it in process.
-            shared = {"TMPDIR": str(ws.shared)}
-            worker = WorkerPlan(
-                cwd=str(ws.home),
-                env={**BASE_ENV, "HOME": str(ws.home), **shared, **s.env},
-                limits=limits,
-                uid=uid,
-                landlock_policy=Policy(
-                    readable=(*system, str(ws.root)),
-                    writable=(str(ws.home), str(ws.shared), "/dev/null", *shm),
-                    deny_tcp=deny_tcp,
-                ),
-                landlock_abi=abi,
-                drop_caps=drop,
-                **counts,
-            )
-            candidate: WorkerPlan | None = WorkerPlan(
-                cwd=str(ws.candidate),
-                env={
-                    **BASE_ENV,
-                    "HOME": str(ws.chome),
-                    **shared,
-                    "PYTHONPATH": os.pathsep.join(paths),
-                    **s.env,
-                },
-                limits=limits,
-                uid=uid,
-                landlock_policy=Policy(
-                    readable=(*system, str(ws.candidate), str(ws.chome), str(ws.shared)),
-                    writable=(str(ws.candidate), str(ws.chome), str(ws.shared), "/dev/null", *shm),
-                    deny_tcp=deny_tcp,
-                ),
-                landlock_abi=abi,
-                drop_caps=drop,
-                **counts,
-            )
-        else:
-            # A test's own subprocess (``python -m mylib``) imports the candidate as an installed
-            # package would be found: through PYTHONPATH (the run itself is forked, not started).
-            worker = WorkerPlan(
-                cwd=str(ws.candidate),
-                env={
-                    **BASE_ENV,
-                    "HOME": str(ws.home),
-                    "TMPDIR": str(ws.home),
-                    "PYTHONPATH": os.pathsep.join(paths),
-                    **s.env,
-                },
-                limits=limits,
-                uid=uid,
-                landlock_policy=Policy(
-                    readable=(*system, str(ws.root)),
-                    writable=(str(ws.candidate), str(ws.home), "/dev/null", *shm),
-                    deny_tcp=deny_tcp,
-                ),
-                landlock_abi=abi,
-                drop_caps=drop,
-                **counts,
-            )
-            candidate = None
+        worker, candidate = self._processes(ws, limits, workspace.uid, user_ns, paths, isolated)
         return SandboxSpec(
             worker=worker,
             pytest_args=tuple(args),
@@ -318,6 +229,107 @@ class RunPlanner:
             )
             if s.use_namespaces
             else (),
+        )
+
+    def _processes(
+        self,
+        ws: Workspace,
+        limits: Limits,
+        uid: int | None,
+        user_ns: bool,
+        paths: list[str],
+        isolated: bool,
+    ) -> tuple[WorkerPlan, WorkerPlan | None]:
+        """The test process's plan and, apart, the candidate's process's (``paths``: where the
+        candidate's modules are imported from)."""
+        plan = functools.partial(self._worker_plan, limits, uid, user_ns)
+        if isolated:
+            # The candidate's process never reads the tests; the test process never imports the
+            # candidate (it is not on its path; proxies answer for its names), though pytest
+            # must list the work dir's root. They share TMPDIR (tmp_path files can be handed
+            # over).
+            # A test's own subprocess of the candidate (``python -m mylib``) would run candidate
+            # code in the test process's domain, so the test process gets no PYTHONPATH to it:
+            # a suite that needs one fails apart, and auto runs it in process.
+            shared = {"TMPDIR": str(ws.shared)}
+            worker = plan(
+                ws.home,
+                {"HOME": str(ws.home), **shared},
+                readable=(str(ws.root),),
+                writable=(str(ws.home), str(ws.shared)),
+            )
+            candidate: WorkerPlan | None = plan(
+                ws.candidate,
+                {"HOME": str(ws.chome), **shared, "PYTHONPATH": os.pathsep.join(paths)},
+                readable=(str(ws.candidate), str(ws.chome), str(ws.shared)),
+                writable=(str(ws.candidate), str(ws.chome), str(ws.shared)),
+            )
+        else:
+            # A test's own subprocess (``python -m mylib``) imports the candidate as an installed
+            # package would be found: through PYTHONPATH (the run itself is forked, not started).
+            env = {"HOME": str(ws.home), "TMPDIR": str(ws.home)}
+            worker = plan(
+                ws.candidate,
+                {**env, "PYTHONPATH": os.pathsep.join(paths)},
+                readable=(str(ws.root),),
+                writable=(str(ws.candidate), str(ws.home)),
+            )
+            candidate = None
+        return worker, candidate
+
+    def _pytest_args(
+        self, ws: Workspace, select: Sequence[str] | None, extra_args: Sequence[str]
+    ) -> list[str]:
+        """pytest's command line for a run of ``ws`` (the child's view of the work dir)."""
+        targets = [str(ws.root / nodeid) for nodeid in select] if select else [str(ws.tests)]
+        return [
+            *targets,
+            # --confcutdir the work dir's root (which has no conftest.py): it must exist when
+            # the warm parent parses, where the tests directory does not.
+            *("-c", str(ws.root / _INI), "--rootdir", str(ws.root), "--confcutdir", str(ws.root)),
+            # No output capture: the child's output is already a bounded pipe, and fd capture
+            # would dup2 over the warm parent's own descriptors while it parses (prepared.py).
+            "--capture=no",
+            *itertools.chain.from_iterable(("-p", f"no:{p}") for p in UNUSED_PLUGINS),
+            # --tb=line: the records keep only the crash message, which every style has;
+            # rendering source for each failure cost ~8 ms per failing test.
+            *("-q", "--color=no", "--tb=line"),
+            *timeout_args(self.settings.limits),
+            *extra_args,
+        ]
+
+    def _worker_plan(
+        self,
+        limits: Limits,
+        uid: int | None,
+        user_ns: bool,
+        cwd: Path,
+        env: dict[str, str],
+        *,
+        readable: tuple[str, ...],
+        writable: tuple[str, ...],
+    ) -> WorkerPlan:
+        """One sandboxed process's plan: ``env`` over the allow-list, Landlock reading the
+        system and ``readable``, writing ``writable``."""
+        s = self.settings
+        # /dev/shm is writable only where it is the run's own tmpfs (namespaces).
+        shm = ("/dev/shm",) if s.use_namespaces else ()  # noqa: S108 - a private tmpfs per run
+        # Root that stays root (its user namespace maps no other uid) gives up its
+        # capabilities, as a user namespace's root does.
+        drop = user_ns or (s.features.root and uid is None and s.features.root_uids is None)
+        return WorkerPlan(
+            cwd=str(cwd),
+            env={**BASE_ENV, **env, **s.env},
+            limits=limits,
+            uid=uid,
+            landlock_policy=Policy(
+                readable=(*SYSTEM_READ, *DEVICES_READ, *self._python_readable, *readable),
+                writable=(*writable, "/dev/null", *shm),
+                deny_tcp=not s.network and not s.use_namespaces,
+            ),
+            landlock_abi=s.features.landlock_abi,
+            drop_caps=drop,
+            **self._process_count(uid, user_ns),
         )
 
     def _why_no_namespaces(self) -> str:
@@ -398,7 +410,7 @@ class RunPlanner:
         self, suites: Sequence[Path], warm: bool
     ) -> tuple[Path | None, str]:
         """The fixed path every run's work dir is mounted at, so that the warm parent can
-        parse pytest's configuration once (warm/prepared.py), or None where that would not
+        parse pytest's configuration once (suite/prepared.py), or None where that would not
         give the run pytest.main gives; and why runs might still parse it themselves."""
         s = self.settings
         if not warm or not s.use_namespaces:

@@ -21,7 +21,7 @@ cannot remove from outside. A run's job hands them back (chown to 0 in U) when i
 where it could not (it was killed), the keeper removes them (:func:`remove_left`).
 
 Where there is no range, no helper, or no passwd entry for the caller (newuidmap needs one),
-runs map only the caller's own uid (child/namespaces.py) and the result says which guarantees
+runs map only the caller's own uid (kernel/namespaces.py) and the result says which guarantees
 that loses (sandbox/guarantees.py).
 """
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import signal
 
-from pytest_scorewright.child import linux
-from pytest_scorewright.child.procfs import scan_proc
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.kernel.procfs import scan_proc
 
 
 def kill_every_process_of(uid: int, userns: int | None = None) -> None:

@@ -1,3 +1,3 @@
-"""What is done once and reused by every run: the warm parent process (parent.py is the
-caller's handle, server.py the process itself), pytest's configuration prepared once
-(prepared.py, early_hooks.py), and the suite's rewritten bytecode (rewritten.py)."""
+"""The warm parent: a clean, single-threaded process that imports pytest and the suite's
+preparation once and forks every run (``server.py`` the process itself, ``parent.py`` the
+caller's handle on it, and the requests they exchange)."""

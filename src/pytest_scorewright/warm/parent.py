@@ -19,8 +19,8 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from pytest_scorewright.errors import InfrastructureError, ScorewrightError
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.channel import (
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.channel import (
     FrameError,
     FrameSplitter,
     decode_frame,
@@ -29,7 +29,7 @@ from pytest_scorewright.sandbox.channel import (
 )
 
 if TYPE_CHECKING:
-    from pytest_scorewright.sandbox.wire import ChildOutcome, SandboxSpec
+    from pytest_scorewright.protocol.wire import ChildOutcome, SandboxSpec
 
 #: The only variables the warm parent gets from the caller.
 _PASSED_ENV = ("PATH", "LANG", "LC_ALL", "TZ", "COVERAGE_CORE")
@@ -75,7 +75,7 @@ class WarmParent:
         future: Future[ChildOutcome] = Future()
         with self._lock:
             self._next += 1
-            request = {"type": "run", "id": self._next, "spec": wire.spec_to_wire(spec)}
+            request = {"type": wire.WARM_RUN, "id": self._next, "spec": wire.spec_to_wire(spec)}
             frame = encode_frame(request)
             for attempt in range(2):
                 if attempt or self._server.proc.poll() is not None:
@@ -148,7 +148,7 @@ class _Server:
             ids = [i for i, f in self._pending.items() if f is future]
         for request_id in ids:
             with contextlib.suppress(OSError, ValueError):
-                self._stdin.write(encode_frame({"type": "stop", "id": request_id}))
+                self._stdin.write(encode_frame({"type": wire.WARM_STOP, "id": request_id}))
                 self._stdin.flush()
 
     def _read_answers(self, fd: int) -> None:

@@ -27,13 +27,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_scorewright.protocol.channel import FrameReader, encode_frame, frame
+from pytest_scorewright.protocol.wire import (
+    WARM_DONE,
+    WARM_STOP,
+    SandboxSpec,
+    outcome_to_wire,
+    spec_from_wire,
+)
 from pytest_scorewright.sandbox import subids
-from pytest_scorewright.sandbox.channel import FrameReader, encode_frame, frame
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.placement import free_cpu
-from pytest_scorewright.sandbox.wire import SandboxSpec, outcome_to_wire, spec_from_wire
+from pytest_scorewright.suite.prepared import prepare
 from pytest_scorewright.warm.parent import UNLIMITED
-from pytest_scorewright.warm.prepared import prepare
 
 #: Imported once by the warm parent, so no fork imports them again.
 PRELOAD = (
@@ -51,7 +57,7 @@ PRELOAD = (
     "pytest_scorewright.child.processes",
     # Isolation by process: the test process's proxies and the candidate's process.
     "pytest_scorewright.child.proxy",
-    "pytest_scorewright.child.candidate",
+    "pytest_scorewright.child.apart.candidate",
 )
 
 #: How long a stopped job has to end its run (kill, reap, sweep) before it is killed.
@@ -117,7 +123,7 @@ def _on_request(
     fixed_roots: set[str],
 ) -> None:
     request_id = int(request["id"])
-    if request["type"] == "stop":
+    if request["type"] == WARM_STOP:
         for job in jobs.values():
             if job.request_id == request_id and job.stop_w >= 0:
                 os.close(job.stop_w)
@@ -131,7 +137,7 @@ def _on_request(
         others = [j.stop_w for j in jobs.values() if j.stop_w >= 0]
         job = _start_job(request_id, spec, (inp, *others))
     except Exception as exc:  # a bug of ours, or the machine (fork: EAGAIN): this run only
-        _answer(out, {"type": "done", "id": request_id, "error": f"could not start: {exc!r}"})
+        _answer(out, {"type": WARM_DONE, "id": request_id, "error": f"could not start: {exc!r}"})
         return
     jobs[job.answer_r] = job
     sel.register(job.answer_r, selectors.EVENT_READ, "job")
@@ -144,11 +150,11 @@ def _finish_job(job: _Job) -> tuple[dict[str, Any], bytes]:
         os.close(job.stop_w)
     _, status = os.waitpid(job.pid, 0)
     if status == 0 and job.answer:
-        return {"type": "done", "id": job.request_id, "body": True}, bytes(job.answer)
+        return {"type": WARM_DONE, "id": job.request_id, "body": True}, bytes(job.answer)
     code = os.waitstatus_to_exitcode(status)
     how = f"killed by signal {-code}" if code < 0 else f"exit status {code}"
     error = f"the job process died without an answer ({how})"
-    return {"type": "done", "id": job.request_id, "error": error}, b""
+    return {"type": WARM_DONE, "id": job.request_id, "error": error}, b""
 
 
 def _answer(out: int, header: dict[str, Any], body: bytes = b"") -> None:

@@ -19,11 +19,11 @@ from pytest_scorewright._text import bound_message
 from pytest_scorewright.child.bench import BENCH_STATS
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.settings import PluginSettings
+from pytest_scorewright.protocol.phases import HELDOUT_ATTR, reduce_report
 from pytest_scorewright.result import Benchmark, CollectionError, ScoreResult, write_atomic
 from pytest_scorewright.results.ctrf import ctrf_json
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.results.outcomes import OutcomeTracker
-from pytest_scorewright.results.phases import HELDOUT_ATTR, reduce_report
 
 if TYPE_CHECKING:
     from collections.abc import Generator
@@ -40,7 +40,7 @@ _WORKER_SKIPS = "scorewright_collect_skips"
 BENCH_ATTR = "scorewright_benchmark"
 
 
-class ScoreCollector:
+class ScoreRecorder:
     """Registered in ``pytest_configure`` when the plugin is active; one per session."""
 
     def __init__(

@@ -1,6 +1,6 @@
 """Instrumenting the trusted suite's bytecode so that the parent can check outcomes itself.
 
-Two passes around pytest's own assertion rewriting (warm/rewritten.py):
+Two passes around pytest's own assertion rewriting (suite/rewritten.py):
 
 - before: remember every ``assert`` and what it compares (``==``, ``!=``, ``in``, ``not in``,
   ``<``/``<=``/``>``/``>=``, ``is None``, ``is not None``, ``not x``, a bare truth test);

@@ -3,7 +3,7 @@
 Started (confined, with the tests hidden from it) by the run's spawner (child/processes.py)
 when the test process first imports the candidate, and again if it dies. Everything here is the
 candidate's domain: it may change any of it, and gains nothing by doing so, because all it can
-send back is plain data (child/plaindata.py) and references the test process only lets it act
+send back is plain data (protocol/values.py) and references the test process only lets it act
 through. So this side keeps no secret and checks nothing on the test process's behalf.
 
 Objects that cannot cross as plain data stay here, in a table, and cross as a reference::
@@ -34,12 +34,11 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_scorewright.child import plaindata
 from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import Monitor, arm
-from pytest_scorewright.child.rpc import Endpoint, RemoteError
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.wire import MonitorPaths
+from pytest_scorewright.protocol import values, wire
+from pytest_scorewright.protocol.rpc import Endpoint, RemoteError
+from pytest_scorewright.protocol.wire import MonitorPaths
 
 #: Items a ``next`` request may return at once (iteration crosses in batches).
 MAX_BATCH = 256
@@ -198,7 +197,7 @@ class CandidateServer:
     def deref(self, form: Any) -> Any:
         """One of our objects from its reference, or a proxy for one of theirs."""
         if type(form) is not dict:
-            raise plaindata.NotPlainData("a reference that is not an object")
+            raise values.NotPlainData("a reference that is not an object")
         if "h" in form:
             try:
                 return self.objects[int(form["h"])]
@@ -211,13 +210,13 @@ class CandidateServer:
             return _resolve(str(module), str(qualname))
         if "w" in form:
             return TheirObject(self, int(form["w"]), str(form.get("k", "obj")))
-        raise plaindata.NotPlainData("an unknown reference")
+        raise values.NotPlainData("an unknown reference")
 
     def encode(self, value: Any) -> Any:
-        return plaindata.encode(value, self.ref)
+        return values.encode(value, self.ref)
 
     def decode(self, data: Any) -> Any:
-        return plaindata.decode(data, self.deref)
+        return values.decode(data, self.deref)
 
     # -- serving ---------------------------------------------------------------------------
 
@@ -438,7 +437,9 @@ def start(
     endpoint.reply = reply  # type: ignore[method-assign]
     monitor = None
     if watch is not None:
-        monitor = arm(-1, watch.candidate_dir, watch.tests_dir, watch.writable)
+        monitor = arm(
+            -1, watch.candidate_dir, watch.tests_dir, watch.writable, _test_process_identities()
+        )
         monitor._send = lambda _, message: server.found(message)
         server.monitor = monitor
     # A crash here prints where the candidate was (the run's output keeps it), as pytest's
@@ -527,3 +528,13 @@ def _safe_str(exc: BaseException) -> str:
     with contextlib.suppress(Exception):
         return str(exc)
     return f"<{type(exc).__name__}: str() failed>"
+
+
+def _test_process_identities() -> tuple[tuple[str, str, str], ...]:
+    """The test process's probes (the benchmark fixture's clock, the reporter...), loaded
+    here by name only to be watched: they do nothing in this process, so a candidate that
+    patches them here shows what it aims at, and its monitor reports it as the test
+    process's would. Nothing of them is used here (the layout test keeps it that way)."""
+    names = importlib.import_module("pytest_scorewright.child.identities")
+    found: tuple[tuple[str, str, str], ...] = names.test_process_identities()
+    return found

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import subprocess
@@ -10,8 +11,8 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from pytest_scorewright.child import landlock, linux
-from pytest_scorewright.child.namespaces import MappingFailed, try_unshare
+from pytest_scorewright.kernel import landlock, linux
+from pytest_scorewright.kernel.namespaces import MappingFailed, try_unshare
 from pytest_scorewright.sandbox import cgroups, subids, uids
 
 
@@ -34,10 +35,8 @@ class Features:
     #: its user namespace maps no other, and ``root_uids_unavailable`` says so.
     root_uids: tuple[int, int] | None = None
     root_uids_unavailable: str | None = None
-    #: A delegated cgroup v2 subtree for runs without namespaces (cgroups.py), or None and
-    #: why not.
+    #: A delegated cgroup v2 subtree for runs without namespaces (cgroups.py), or None.
     cgroup: cgroups.Delegation | None = None
-    cgroup_unavailable: str | None = None
 
     @property
     def user_namespace(self) -> bool:
@@ -58,11 +57,8 @@ def probe() -> Features:
             why_not_ids = str(exc)
     found = _root_uids() if root else None
     delegation: cgroups.Delegation | None = None
-    why_no_cgroup: str | None = None
-    try:
+    with contextlib.suppress(cgroups.Unavailable, OSError):  # none: the run's facts say so
         delegation = cgroups.find()
-    except (cgroups.Unavailable, OSError) as exc:
-        why_no_cgroup = str(exc)
     return Features(
         namespaces_unavailable=namespaces_unavailable,
         landlock_abi=landlock.abi_version(),
@@ -73,7 +69,6 @@ def probe() -> Features:
         root_uids=found if isinstance(found, tuple) else None,
         root_uids_unavailable=found if isinstance(found, str) else None,
         cgroup=delegation,
-        cgroup_unavailable=why_no_cgroup,
     )
 
 
@@ -115,7 +110,7 @@ def _probe_namespaces(root: bool) -> str | None:
     if _threads() > 1:
         # Never fork a multi-threaded process (a Dask worker, say): ask a fresh interpreter.
         done = subprocess.run(
-            [sys.executable, "-m", "pytest_scorewright.sandbox.features"],
+            [sys.executable, "-m", "pytest_scorewright.sandbox.host"],
             capture_output=True,
             text=True,
             check=False,
@@ -151,23 +146,18 @@ def _try_namespaces(root: bool, shared: int | None = None) -> str | None:
         return str(exc)
     if why is not None:
         return why
-    read_end, write_end = os.pipe()
-    pid = os.fork()  # PID 1 of the new PID namespace: only it can mount a /proc for it
-    if pid == 0:  # pragma: no cover - runs in the probe's PID 1
-        why = None
-        try:
-            linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
-            linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV, None)
-            linux.mount("tmpfs", "/dev", "tmpfs", linux.MS_NOSUID, "size=1m")
-        except OSError as exc:
-            why = f"mount in the new namespaces: {exc.strerror}"
-        os.write(write_end, (why or "").encode()[:200])
-        os._exit(0)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as fh:
-        answer = fh.read().decode(errors="replace")
-    os.waitpid(pid, 0)
-    return answer or None
+    # In a child, PID 1 of the new PID namespace: only it can mount a /proc for it.
+    return _in_child(_mount_as_pid_one)
+
+
+def _mount_as_pid_one() -> str | None:
+    try:
+        linux.mount(None, "/", None, linux.MS_REC | linux.MS_PRIVATE, None)
+        linux.mount("proc", "/proc", "proc", linux.MS_NOSUID | linux.MS_NODEV, None)
+        linux.mount("tmpfs", "/dev", "tmpfs", linux.MS_NOSUID, "size=1m")
+    except OSError as exc:
+        return f"mount in the new namespaces: {exc.strerror}"
+    return None
 
 
 def _threads() -> int:

@@ -13,7 +13,7 @@ Nothing here executes a test: the source is parsed and compiled, not run. This r
 ``_pytest.assertion.rewrite`` (``rewrite_asserts``, ``_write_pyc_fp``, ``PYC_TAIL``); with a
 pytest that lacks them, no cache is made.
 
-The bytecode is also instrumented (warm/instrument.py), so that the parent can check outcomes
+The bytecode is also instrumented (suite/instrument.py), so that the parent can check outcomes
 itself: each passing assertion sends its operands as plain data (re-checked in the parent),
 each module announces that it runs this bytecode, and what it defines is registered with the
 monitor (oracle identity). A module the instrumentation cannot handle gets pytest's bytecode
@@ -30,7 +30,7 @@ import os
 import types
 from pathlib import Path
 
-from pytest_scorewright.warm.instrument import instrument_after, instrument_before
+from pytest_scorewright.suite.instrument import instrument_after, instrument_before
 
 #: pytest's default ``python_files`` (our ini sets none), plus conftest.py, always rewritten.
 _PATTERNS = ("test_*.py", "*_test.py", "conftest.py")

@@ -7,20 +7,21 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright._text import bound_message, excerpt
+from pytest_scorewright.errors import ConfigError, InfrastructureError
 from pytest_scorewright.integrity.codes import reason
-from pytest_scorewright.integrity.memorised import SuiteLiterals, memorised_reasons
-from pytest_scorewright.integrity.reasons import Baseline, assess, repeat_reasons
-from pytest_scorewright.integrity.relative import TrustedRun
-from pytest_scorewright.integrity.static_scan import SourceScan, scan_path
+from pytest_scorewright.integrity.memorised import memorised_reasons
+from pytest_scorewright.integrity.reasons import assess, repeat_reasons
+from pytest_scorewright.integrity.static_scan import scan_path
 from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.result import Policy, ScoreResult, Signal
-from pytest_scorewright.results.measure import BenchReference, build_result
-from pytest_scorewright.results.objectives import ObjectiveSet, take_submissions
+from pytest_scorewright.protocol.wire import ChildOutcome
+from pytest_scorewright.result import Policy, Reason, ScoreResult, Signal, TestRecord
+from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.sandbox import guarantees
-from pytest_scorewright.sandbox.features import probe
-from pytest_scorewright.sandbox.wire import ChildOutcome
+from pytest_scorewright.sandbox.host import probe
 from pytest_scorewright.sandbox.workspace import CopyReport
+from pytest_scorewright.scoring.objectives import ObjectiveSet, take_submissions
+from pytest_scorewright.scoring.reference import Reference
 
 #: One judged run: its suite's name, the parent's verdict, and what the parent observed.
 JudgedRun = tuple[str, tuple[RunVerdict, ChildOutcome]]
@@ -32,28 +33,22 @@ def assemble(
     copied: CopyReport,
     repeat_times: Sequence[float],
     *,
-    baseline: Baseline | None,
+    reference: Reference,
     policy: Policy,
     limits: Limits,
     network: bool,
     pytest_config: str,
-    isolation: tuple[str, str],
-    trusted: Mapping[str, TrustedRun] | None = None,
-    reference_source: SourceScan | None = None,
-    reference_config: Sequence[str] = (),
-    literals: SuiteLiterals | None = None,
     reference_failures: int | None = None,
-    bench_reference: BenchReference | None = None,
     objectives: ObjectiveSet | None = None,
-    submission_counts: Mapping[tuple[str, str, str], int] | None = None,
 ) -> ScoreResult:
     """The ScoreResult of one candidate: records of every run, integrity reasons from every
-    source (relative to what the reference did: ``trusted``, ``reference_source``,
-    ``reference_config``, the suite's ``literals``), signals (``speedup`` against the
-    reference's ``bench_reference``; ``objectives`` scored from the submissions the
-    reference's ``submission_counts`` allow), and what the sandbox was (``limits``).
-    ``reference_failures``: with the reference as a baseline, how many tests it fails (not
-    applicable to any candidate)."""
+    source (relative to what the ``reference`` did: its runs, its source, its configuration
+    files, the suite's literals), signals (``speedup`` against the reference's benchmarks;
+    ``objectives`` scored from the submissions the reference's allow), and what the sandbox
+    was (``limits``). ``reference_failures``: with the reference as a baseline, how many
+    tests it fails (not applicable to any candidate)."""
+    isolation = ("process" if reference.isolated else "in-process", reference.isolation_why)
+    present = reference.present
     records = [r for _, (verdict, _) in runs for r in verdict.records]
     errors = [f"{name} run: {v.error}" for name, (v, _) in runs if v.error]
     repeat_found, repeat_figures = repeat_reasons(repeat_times)
@@ -61,32 +56,17 @@ def assemble(
     # only the trusted tests can, however many they make.
     submitted, refused, first = take_submissions(
         [(name, v.submissions, v.records) for name, (v, _) in runs],
-        submission_counts if isolation[0] == "in-process" else None,
+        reference.submission_counts if present and not reference.isolated else None,
     )
-    unexpected = (
-        [
+    extra = [*repeat_found]
+    if refused:
+        extra.append(
             reason(
                 "submission_unexpected",
                 f"{refused} submitted value(s) beyond the reference's, first {first}: not scored",
             )
-        ]
-        if refused
-        else []
-    )
-    reasons = assess(
-        records,
-        [(name, verdict) for name, (verdict, _) in runs],
-        config_files=copied.config_files,
-        static=scan_path(candidate, reference_source),
-        baseline=baseline,
-        extra=[
-            *repeat_found,
-            *unexpected,
-            *(memorised_reasons(candidate, literals) if literals is not None else []),
-        ],
-        trusted=trusted,
-        reference_config=reference_config,
-    )
+        )
+    reasons = _reasons(candidate, runs, records, copied, reference, extra)
     observed = [o for _, (_, o) in runs]
     cpu = [o.cpu_s for o in observed]
     extra_signals = [Signal(k, v, "ratio", False) for k, v in repeat_figures.items()]
@@ -108,14 +88,37 @@ def assemble(
         extra_signals=extra_signals,
         policy=policy,
         extra={"candidate": str(candidate), "output": excerpt(observed[0].output)},
-        bench_reference=bench_reference,
+        bench_reference=reference.bench if present else None,
         objectives=(lambda credited: objectives.score(submitted, credited)) if objectives else None,
+    )
+
+
+def _reasons(
+    candidate: Path,
+    runs: Sequence[JudgedRun],
+    records: list[TestRecord],
+    copied: CopyReport,
+    reference: Reference,
+    extra: list[Reason],
+) -> list[Reason]:
+    """Integrity reasons from every source, relative to what the reference did."""
+    if reference.literals is not None:
+        extra = [*extra, *memorised_reasons(candidate, reference.literals)]
+    return assess(
+        records,
+        [(name, verdict) for name, (verdict, _) in runs],
+        config_files=copied.config_files,
+        static=scan_path(candidate, reference.source),
+        baseline=reference.baseline,
+        extra=extra,
+        trusted=reference.trusted if reference.present else None,
+        reference_config=reference.config,
     )
 
 
 def _cgroup_record(isolation: Mapping[str, Any]) -> str | None:
     """The run's own cgroup, in one phrase; None where it had none (namespaces, or none
-    delegated: ``cgroup_unavailable`` of the features says why)."""
+    delegated)."""
     path = isolation.get("cgroup")
     if not path:
         return None
@@ -212,3 +215,11 @@ def infrastructure_result(
         infrastructure=ours,
         extra={"candidate": str(candidate)},
     )
+
+
+def unscored_result(path: Path, exc: BaseException, *, limits: Limits) -> ScoreResult:
+    """The result of a candidate of a batch that raised instead of being scored."""
+    if isinstance(exc, ConfigError):  # the path went away meanwhile: the caller's
+        return infrastructure_result(path, str(exc), 0.0, limits=limits, ours=False)
+    error = str(exc) if isinstance(exc, InfrastructureError) else f"{type(exc).__name__}: {exc}"
+    return infrastructure_result(path, f"could not be scored: {error}", 0.0, limits=limits)

@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.sandbox import wire
-from pytest_scorewright.sandbox.wire import ChildOutcome
+from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol.wire import ChildOutcome
 
 #: Stands in for the candidate while the trusted suite is collected without a reference.
 STUB = '''"""Collection stub: stands in for the candidate while the trusted suite is collected."""

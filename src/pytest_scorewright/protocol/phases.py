@@ -1,4 +1,4 @@
-"""From a pytest report to a :class:`~pytest_scorewright.sandbox.wire.PhaseReport`: plain
+"""From a pytest report to a :class:`~pytest_scorewright.protocol.wire.PhaseReport`: plain
 data, so that the same record can cross a process boundary (an xdist worker, the evaluator's
 sandboxed child) as JSON. Used on both sides of the sandbox; imports nothing of the parent's.
 """
@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright._text import bound_message
-from pytest_scorewright.sandbox.wire import PhaseReport
+from pytest_scorewright.protocol.wire import PhaseReport
 
 #: Attribute set on pytest reports of held-out tests. Extra report attributes travel with the
 #: report through pytest's serialisation, which is how xdist ships reports to the controller.

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_scorewright.sandbox.wire import MAX_MESSAGES, OVERSIZE
+from pytest_scorewright.protocol.wire import MAX_MESSAGES, OVERSIZE
 
 _HEADER = struct.Struct(">I")
 

@@ -97,10 +97,10 @@ class SandboxSpec:
     watch: MonitorPaths | None = None
     plugins: tuple[str, ...] = ()
     #: With namespaces: PID 1 bind-mounts ``bind_root`` (the run's work dir) on
-    #: ``fixed_root``, the path every other path of the spec names (warm/prepared.py).
+    #: ``fixed_root``, the path every other path of the spec names (suite/prepared.py).
     bind_root: str = ""
     fixed_root: str = ""
-    #: The suite's initial conftest.py must be loaded before configuring (warm/prepared.py).
+    #: The suite's initial conftest.py must be loaded before configuring (suite/prepared.py).
     early_conftests: bool = False
     #: Out-of-process isolation (child/proxy.py): how the candidate's own process is confined,
     #: the module names the tests reach it by, what its sys.path gains, and the paths hidden
@@ -109,10 +109,10 @@ class SandboxSpec:
     proxied: tuple[str, ...] = ()
     candidate_path: tuple[str, ...] = ()
     hide: tuple[str, ...] = ()
-    #: Most messages the parent takes from this run (sandbox/channel.py); past it the
+    #: Most messages the parent takes from this run (protocol/channel.py); past it the
     #: channel is broken and the run ended.
     max_messages: int = MAX_MESSAGES
-    #: Not root: a user namespace comes first (child/namespaces.py).
+    #: Not root: a user namespace comes first (kernel/namespaces.py).
     user_namespace: bool = False
     #: ... the one mapped with the caller's subordinate ids, which the process that starts
     #: the run keeps (sandbox/subids.py); ``worker.uid`` is then a uid in it, and
@@ -311,6 +311,12 @@ CHILD_ERROR = "child_error"
 SANDBOX_ERROR = "sandbox_error"
 OVERSIZE = "oversize"
 CTL = "ctl"
+
+#: The warm parent's requests (warm/parent.py asks, warm/server.py answers): run a spec,
+#: stop a run; and its one answer, a run done (with its outcome, or an error).
+WARM_RUN = "run"
+WARM_STOP = "stop"
+WARM_DONE = "done"
 
 #: Every kind of message a run sends its parent. The verdict (integrity/verdict.py) has one
 #: handler per kind; anything else is a malformed message.

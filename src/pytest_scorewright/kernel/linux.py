@@ -31,7 +31,6 @@ MS_RELATIME = 1 << 21
 #: Flags a mount keeps through a read-only remount; in a user namespace the kernel refuses a
 #: remount that would clear one the mount was locked with (statvfs's ST_* have these values).
 MS_KEPT_ON_REMOUNT = MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_NOATIME | MS_NODIRATIME | MS_RELATIME
-MNT_DETACH = 0x2
 
 PR_SET_PDEATHSIG = 1
 PR_SET_DUMPABLE = 4
@@ -71,10 +70,6 @@ def mount(
             data.encode() if data else None,
         )
     )
-
-
-def umount(target: str, flags: int = MNT_DETACH) -> None:
-    _check(_libc.umount2(target.encode(), ctypes.c_int(flags)))
 
 
 def prctl(option: int, arg: int = 0, arg3: int = 0) -> None:

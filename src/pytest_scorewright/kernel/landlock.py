@@ -12,8 +12,8 @@ import os
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pytest_scorewright.child import linux
-from pytest_scorewright.sandbox.wire import Policy
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.protocol.wire import Policy
 
 _CREATE_RULESET, _ADD_RULE, _RESTRICT_SELF = 444, 445, 446
 _CREATE_RULESET_VERSION = 1

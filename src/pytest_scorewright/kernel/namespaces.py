@@ -29,8 +29,8 @@ import socket
 import struct
 from collections.abc import Sequence
 
-from pytest_scorewright.child import linux
-from pytest_scorewright.sandbox.wire import Mask
+from pytest_scorewright.kernel import linux
+from pytest_scorewright.protocol.wire import Mask
 
 _SIOCGIFFLAGS, _SIOCSIFFLAGS = 0x8913, 0x8914
 _IFF_UP, _IFF_RUNNING = 0x1, 0x40

@@ -1,0 +1,98 @@
+"""The ``scorewright`` command.
+
+Exit status: 0 when the command did its job, 2 for a usage error (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+
+from pytest_scorewright._version import __version__
+from pytest_scorewright.cli import commands
+from pytest_scorewright.cli.options import add_evaluator_options, add_fitness_options, whole_number
+from pytest_scorewright.errors import ScorewrightError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="scorewright",
+        description="Score candidate programs with a pytest suite as an honest fitness function.",
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser("schema", help="Print the JSON Schema of the ScoreResult")
+    p.set_defaults(func=commands.cmd_schema)
+
+    p = sub.add_parser(
+        "score",
+        help="Score a candidate in a sandbox; writes a ScoreResult (exit 0 whenever written)",
+    )
+    p.add_argument("candidate", metavar="CANDIDATE", help="A .py file or a directory")
+    p.add_argument("--out", metavar="FILE", help="Write the result here (default: stdout)")
+    add_evaluator_options(p)
+    add_fitness_options(p)
+    p.set_defaults(func=commands.cmd_score)
+
+    p = sub.add_parser("score-many", help="Score many candidates at once, one result file each")
+    p.add_argument("candidates", nargs="+", metavar="CANDIDATE")
+    p.add_argument("--out-dir", metavar="DIR", help="One <candidate>.json each")
+    p.add_argument(
+        "--jsonl",
+        metavar="FILE",
+        help="Write one ScoreResult a line as each candidate finishes (- for stdout)",
+    )
+    p.add_argument("-j", "--jobs", type=whole_number(1), default=2, help="Candidates at once")
+    add_evaluator_options(p)
+    add_fitness_options(p)
+    p.set_defaults(func=commands.cmd_score_many)
+
+    p = sub.add_parser("leaderboard", help="Rank ScoreResult files by a fitness function")
+    p.add_argument("results", nargs="+", metavar="RESULT.json")
+    p.add_argument("--html", metavar="FILE", help="Also write a self-contained HTML page")
+    p.add_argument(
+        "--plot",
+        metavar="SIGNAL",
+        help="Also chart this signal on the HTML page (an objective, speedup...)",
+    )
+    add_fitness_options(p)
+    p.set_defaults(func=commands.cmd_leaderboard)
+
+    p = sub.add_parser(
+        "shinka", help="Score a program for ShinkaEvolve: writes metrics.json and correct.json"
+    )
+    from pytest_scorewright.shinka import add_shinka_arguments, run_shinka
+
+    add_shinka_arguments(p)
+    p.set_defaults(func=run_shinka)
+
+    p = sub.add_parser("export", help="Write a ScoreResult in another report format")
+    p.add_argument("result", metavar="RESULT.json")
+    p.add_argument(
+        "--ctrf",
+        action="store_true",
+        required=True,
+        help="As a CTRF JSON test report (the one format so far)",
+    )
+    p.add_argument("--out", metavar="FILE", help="Write the report here (default: stdout)")
+    p.set_defaults(func=commands.cmd_export)
+
+    p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
+    p.add_argument("results", nargs="+", metavar="RESULT.json")
+    p.set_defaults(func=commands.cmd_show)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except ScorewrightError as exc:
+        print(f"scorewright: error: {exc}", file=sys.stderr)
+        return 2
+    return code

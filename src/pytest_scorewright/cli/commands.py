@@ -1,0 +1,168 @@
+"""What each ``scorewright`` command does, once its arguments are parsed."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+from pytest_scorewright.errors import ConfigError, OutputPathError
+from pytest_scorewright.fitness import with_fitness
+from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
+from pytest_scorewright.results.summary import summary_lines
+from pytest_scorewright.schema import schema_text
+
+if TYPE_CHECKING:
+    pass
+from pytest_scorewright.cli.options import evaluator_from_args, fitness_from_args
+
+
+def cmd_schema(args: argparse.Namespace) -> int:
+    sys.stdout.write(schema_text())
+    return 0
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    for path in args.results:
+        result = ScoreResult.read(path)
+        print(f"{path}:")
+        for line in summary_lines(result, out=None):
+            print(f"  {line}")
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from pytest_scorewright.results.ctrf import ctrf_json
+
+    if args.out:
+        check_writable(args.out)
+    text = ctrf_json(ScoreResult.read(args.result))
+    if args.out:
+        write_atomic(args.out, text)
+        print(f"scorewright: wrote {args.out}", file=sys.stderr)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def _start_warm_parent() -> None:
+    # Before the evaluator's modules import: the two take ~0.2 s each and overlap.
+    from pytest_scorewright.warm.parent import prestart
+
+    prestart()
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    _start_warm_parent()
+    if args.out:
+        check_writable(args.out)  # before any work: an unwritable path is a usage error
+    fitness, meta = fitness_from_args(args)
+    # Closed before the command returns: the warm parent, too, ends with the command.
+    with evaluator_from_args(args) as evaluator:
+        result = with_fitness(evaluator.score(args.candidate), fitness, meta)
+    if args.out:
+        result.write(args.out)
+        for line in summary_lines(result, out=args.out):
+            print(line, file=sys.stderr)
+    else:
+        sys.stdout.write(result.to_json())
+    return 0
+
+
+def cmd_score_many(args: argparse.Namespace) -> int:
+    if args.out_dir is None and args.jsonl is None:
+        raise ConfigError("score-many needs --out-dir DIR, --jsonl FILE (or -), or both")
+    _start_warm_parent()
+    from pytest_scorewright.sandbox.workspace import require_candidate
+
+    out_dir = Path(args.out_dir) if args.out_dir is not None else None
+    paths = [require_candidate(c, "candidate") for c in args.candidates]
+    names = _result_names(paths)
+    if out_dir is not None:
+        check_writable(out_dir / names[0])
+    stream = _open_stream(args.jsonl)
+    fitness, meta = fitness_from_args(args)
+    progress = sys.stderr.isatty()
+    started = time.monotonic()
+    flagged = failed = ours = 0
+    try:
+        with evaluator_from_args(args) as evaluator:
+            for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
+                judged = with_fitness(result, fitness, meta)
+                if stream is not None:
+                    _stream_line(stream, judged)
+                if out_dir is not None:
+                    judged.write(out_dir / names[index])
+                flagged += result.integrity.flagged
+                failed += not result.ok
+                ours += result.infrastructure
+                if progress:
+                    line = f"\r[{done}/{len(paths)}] {names[index]}".ljust(60)
+                    print(line, end="", file=sys.stderr)
+    finally:
+        if stream is not None and stream is not sys.stdout:
+            stream.close()
+    if progress:
+        print(file=sys.stderr)
+    elapsed = time.monotonic() - started
+    where = [str(w) for w in (out_dir, args.jsonl if args.jsonl != "-" else None) if w]
+    print(
+        f"scorewright: scored {len(paths)} candidates in {elapsed:.1f}s "
+        f"({len(paths) / elapsed:.2f}/s) with -j {args.jobs}; {failed} not ok, {flagged} flagged; "
+        + (f"{ours} not scored for reasons of ours (retry them); " if ours else "")
+        + (f"results in {' and '.join(where)}" if where else "results on stdout"),
+        file=sys.stderr,
+    )
+    return 0
+
+
+def _open_stream(target: str | None) -> TextIO | None:
+    """The JSON Lines stream of ``--jsonl``: stdout for ``-``, else a file made empty now."""
+    if target is None:
+        return None
+    if target == "-":
+        return sys.stdout
+    path = check_writable(target)
+    try:
+        return path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise OutputPathError(
+            f"cannot write the results to {target!r}: {exc.strerror}; "
+            "choose a path in a writable directory"
+        ) from None
+
+
+def _stream_line(stream: TextIO, result: ScoreResult) -> None:
+    # One result a line, flushed as it is written: a caller killed mid-batch keeps every
+    # line written before (the kernel holds what was flushed; a reader sees whole lines).
+    stream.write(json.dumps(result.to_dict(), ensure_ascii=False, allow_nan=False) + "\n")
+    stream.flush()
+
+
+def _result_names(paths: Sequence[Path]) -> list[str]:
+    """``<candidate>.json``, numbered where two candidates share a name."""
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for path in paths:
+        stem = path.stem if path.is_file() else path.name
+        count = seen[stem] = seen.get(stem, 0) + 1
+        names.append(f"{stem}.json" if count == 1 else f"{stem}-{count}.json")
+    return names
+
+
+def cmd_leaderboard(args: argparse.Namespace) -> int:
+    from pytest_scorewright import leaderboard
+
+    if args.html:
+        check_writable(args.html)
+    fitness, _ = fitness_from_args(args)
+    rows = leaderboard.rank(leaderboard.load(args.results), fitness)
+    sys.stdout.write(leaderboard.table(rows))
+    if args.html:
+        write_atomic(args.html, leaderboard.page(rows, fitness.name, plot=args.plot))
+        print(f"scorewright: wrote {args.html}", file=sys.stderr)
+    return 0

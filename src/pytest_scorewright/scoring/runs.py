@@ -1,0 +1,249 @@
+"""A candidate's runs, from launch to verdict: the budget split between its suites, the launch
+(through the warm parent, or forked here), the wait, and the parent's judgement of each run.
+Also the trusted collection of the suites' test ids, which is a run of its own."""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from pathlib import Path
+
+from pytest_scorewright.errors import InfrastructureError
+from pytest_scorewright.integrity.verdict import RunVerdict, judge
+from pytest_scorewright.limits import Limits
+from pytest_scorewright.protocol.wire import MAX_MESSAGES, Anchor, ChildOutcome
+from pytest_scorewright.sandbox.launch import run_sandboxed
+from pytest_scorewright.sandbox.plan import RunPlanner
+from pytest_scorewright.sandbox.workspace import CopyReport, Workspace
+from pytest_scorewright.suite.collect import STUB, expected_ids
+from pytest_scorewright.warm.parent import WarmParent
+
+#: Beyond a run's time limit and grace, how long its answer may take before the run is
+#: given up (a loaded machine, a slow fork); only a lost job process ever needs it.
+PATIENCE_S = 60.0
+#: How long a stopped run may take to end (kill, reap, sweep) before it is given up.
+_STOP_WAIT_S = 10.0
+#: Expected test ids and held-out marks of one suite.
+Expected = Sequence[tuple[str, bool]]
+#: One run as judged: the parent's verdict, and what the parent observed.
+Judged = tuple[RunVerdict, ChildOutcome]
+
+
+@dataclasses.dataclass(frozen=True)
+class Suite:
+    """One suite to run a candidate on: its name, directory, expected ids and selection."""
+
+    name: str
+    tests: Path
+    expected: Expected
+    select: Sequence[str] | None
+    max_messages: int = MAX_MESSAGES
+    #: More pytest arguments for its runs (the reference's trial apart stops at a failure).
+    extra_args: tuple[str, ...] = ()
+
+
+class Runner:
+    """Launches, waits for and judges runs of one Evaluator's suites.
+
+    Example::
+
+        judged, copied, visible_s = runner.run_suites(path, suites, isolated=True, anchors={})
+    """
+
+    def __init__(self, planner: RunPlanner, warm: WarmParent | None, limits: Limits) -> None:
+        self.planner = planner
+        self.warm = warm
+        self.limits = limits
+
+    def run_suites(
+        self,
+        candidate: Path,
+        suites: Sequence[Suite],
+        *,
+        isolated: bool,
+        anchors: Mapping[str, Mapping[str, list[Anchor]]],
+        share: float | None = None,
+    ) -> tuple[list[Judged], CopyReport, float]:
+        """Run and judge the candidate on each suite, within limits.timeout_s in all (or
+        ``share`` each); returns the judged runs, the first copy report and the visible
+        run's time limit."""
+        budget, grace = self.limits.timeout_s, self.limits.grace_s
+        if share is None and len(suites) > 1 and self.warm is None:
+            return self._one_after_the_other(candidate, suites, isolated, anchors)
+        if share is not None or len(suites) == 1:
+            shares = [share or budget] * len(suites)
+        else:
+            # Independent runs, so at once: each within the whole budget less the grace
+            # period, and the call still keeps to limits.timeout_s.
+            shares = [max(budget - grace, 0.1)] * len(suites)
+        launched: list[Launched] = []
+        try:
+            for suite, limit in zip(suites, shares, strict=True):
+                launched.append(self.launch(candidate, suite, suite.extra_args, limit, isolated))
+        except BaseException:
+            stop_all(launched)  # every run ends and its work dir goes, whatever
+            raise
+        observed = wait_all(launched)
+        judged = [
+            (self._judge(suite, outcome, limit, anchors), outcome)
+            for suite, outcome, limit in zip(suites, observed, shares, strict=True)
+        ]
+        return judged, launched[0].workspace.report, shares[0]
+
+    def _one_after_the_other(
+        self,
+        candidate: Path,
+        suites: Sequence[Suite],
+        isolated: bool,
+        anchors: Mapping[str, Mapping[str, list[Anchor]]],
+    ) -> tuple[list[Judged], CopyReport, float]:
+        # Forked from this process: the visible run gets a share in proportion to its tests,
+        # the held-out run whatever is left.
+        budget, grace = self.limits.timeout_s, self.limits.grace_s
+        started = time.monotonic()
+        sizes = [len(suite.expected) for suite in suites]
+        first = max(budget - 2 * grace, 0.1) * sizes[0] / sum(sizes)
+        judged: list[Judged] = []
+        copied: CopyReport | None = None
+        for suite in suites:
+            limit = first if not judged else max(budget - (time.monotonic() - started) - grace, 0.1)
+            run = self.launch(candidate, suite, suite.extra_args, limit, isolated)
+            observed = run.wait()
+            judged.append((self._judge(suite, observed, limit, anchors), observed))
+            copied = copied or run.workspace.report
+        assert copied is not None  # noqa: S101 - at least one suite
+        return judged, copied, first
+
+    def _judge(
+        self,
+        suite: Suite,
+        observed: ChildOutcome,
+        timeout_s: float,
+        anchors: Mapping[str, Mapping[str, list[Anchor]]],
+    ) -> RunVerdict:
+        return judge(
+            suite.expected,
+            observed,
+            timeout_s=timeout_s,
+            reference_anchors=anchors.get(suite.name),
+            monitored=True,
+        )
+
+    def launch(
+        self,
+        candidate: Path,
+        suite: Suite,
+        extra_args: Iterable[str],
+        timeout_s: float,
+        isolated: bool,
+    ) -> Launched:
+        """Start a sandboxed run (through the warm parent; without one, run it to the end
+        here); ``wait()`` on the result gives its outcome and removes its work dir."""
+        workspace = self.planner.workspace(candidate, suite.tests)
+        try:
+            spec = self.planner.spec(
+                workspace,
+                suite.tests,
+                tuple(extra_args),
+                timeout_s,
+                suite.select,
+                max_messages=suite.max_messages,
+                isolated=isolated,
+            )
+            # The longest a run can take, with room for a busy machine; past it, the run is
+            # stopped and lost (a hung job process would otherwise hang score()).
+            patience = timeout_s + self.limits.grace_s + PATIENCE_S
+            if self.warm is not None:
+                return Launched(workspace, self.warm.submit(spec), self.warm, patience)
+            done: Future[ChildOutcome] = Future()
+            done.set_result(run_sandboxed(spec))
+            return Launched(workspace, done, None, patience)
+        except BaseException:
+            workspace.remove()
+            raise
+
+    def collect(
+        self, suites: Sequence[tuple[Path, bool]], reference: Path | None, modules: Sequence[str]
+    ) -> list[list[tuple[str, bool]]]:
+        """Each suite's test ids (and held-out marks), collected at once by a trusted run
+        with the reference, or with a stand-in module for each of ``modules``."""
+        what = "the reference" if reference else "a stand-in module (pass a reference)"
+        with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
+            source = reference
+            if source is None:  # a directory of stand-ins, one for each module
+                source = Path(stub_dir)
+                for name in modules:
+                    Path(stub_dir, f"{name}.py").write_text(STUB, encoding="utf-8")
+            launched: list[Launched] = []
+            try:
+                for tests, _ in suites:
+                    suite = Suite("collection", tests, (), None)
+                    # isolated=False: the trusted collection imports the reference
+                    launched.append(
+                        self.launch(
+                            source, suite, ("--collect-only",), self.limits.timeout_s, False
+                        )
+                    )
+            except BaseException:
+                stop_all(launched)
+                raise
+            observed = wait_all(launched)
+        return [
+            expected_ids(tests, outcome, all_heldout=all_heldout, what=what)
+            for (tests, all_heldout), outcome in zip(suites, observed, strict=True)
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Launched:
+    """A run under way: its work dir, its outcome to come, and who can stop it."""
+
+    workspace: Workspace
+    future: Future[ChildOutcome]
+    warm: WarmParent | None
+    patience: float
+
+    def wait(self) -> ChildOutcome:
+        try:
+            return self.future.result(timeout=self.patience)
+        except FutureTimeout:
+            raise InfrastructureError(
+                f"a run gave no answer within {self.patience:.0f}s; it was stopped"
+            ) from None
+        finally:
+            self.stop()  # nothing to do unless it was given up, or interrupted
+            self.workspace.remove()
+
+    def stop(self) -> None:
+        """End the run now, if it is still going, and wait (a little) until it has."""
+        if self.warm is not None and not self.future.done():
+            self.warm.stop(self.future)
+            with contextlib.suppress(Exception):
+                self.future.result(timeout=_STOP_WAIT_S)
+
+
+def wait_all(launched: Sequence[Launched]) -> list[ChildOutcome]:
+    """Every run's outcome. Whatever goes wrong while waiting (a run lost, an interrupt),
+    every other run is stopped and waited for, and its work dir removed, before it is
+    raised: nothing of a run outlives the call."""
+    outcomes: list[ChildOutcome] = []
+    try:
+        for run in launched:
+            outcomes.append(run.wait())
+    except BaseException:
+        stop_all(launched[len(outcomes) + 1 :])
+        raise
+    return outcomes
+
+
+def stop_all(launched: Sequence[Launched]) -> None:
+    for run in launched:
+        try:
+            run.stop()
+        finally:
+            run.workspace.remove()

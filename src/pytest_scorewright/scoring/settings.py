@@ -1,0 +1,166 @@
+"""An Evaluator's settings: every option, checked once, as plain values (an executor's worker
+builds the same Evaluator again from :meth:`EvaluatorSettings.recipe`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.limits import Limits
+from pytest_scorewright.sandbox import guarantees
+from pytest_scorewright.scoring.reference import ISOLATIONS, Isolation
+
+#: A path as callers give it.
+PathLike = str | os.PathLike[str]
+
+
+@dataclasses.dataclass(frozen=True)
+class EvaluatorSettings:
+    """The options of :class:`~pytest_scorewright.Evaluator`, each checked.
+
+    Example::
+
+        settings = EvaluatorSettings.of("tests/", reference="reference/", repeats=2)
+        Evaluator(**settings.recipe())  # the same Evaluator, as an executor's worker builds it
+
+    - ``tests``: directory of trusted visible tests, copied fresh into every run.
+    - ``heldout``: directory of trusted held-out tests, run apart from the visible ones (the
+      visible run never sees them); their pass rate is scored apart.
+    - ``reference``: a trusted solution (a ``.py`` file or a directory). The expected test ids
+      are collected with it, it must pass both suites, its timing is the baseline and its
+      anchored values the expectations. The tests it skips or xfails are not applicable: no
+      candidate is scored on them. Without it, the suite is collected against a stand-in
+      module.
+    - ``reference_baseline``: tests the reference fails are not applicable either (instead of
+      refusing the suite); each result counts them (``reference_failures``).
+    - ``module``: the name the tests import the candidate under (a ``.py`` candidate is copied
+      in as ``<module>.py``, a package directory as ``<module>/``), or several names (a
+      project with more than one top-level package, the first one the main). These modules
+      are imported from the candidate only, even where a copy is installed.
+    - ``limits``: :class:`~pytest_scorewright.limits.Limits` of every run (budget, CPU,
+      memory, files, processes, output).
+    - ``network``: allow the network (by default a run has a loopback of its own).
+    - ``warn_only``: record integrity evidence without acting on it (by default tamper
+      evidence withdraws every test's credit and rejects the result, and gaming evidence
+      rejects it; docs/integrity.md). ``fail_closed``: also reject on hints.
+    - ``env``: extra environment variables for every run (the rest is an allow-list).
+    - ``plugins``: pytest plugins (module names) every run loads (pytest-timeout always is:
+      it enforces ``limits.test_timeout_s``). Plugins are not autoloaded in a run: name
+      those the suite needs (``pytest_asyncio.plugin``, ``anyio.pytest_plugin``, ...).
+    - ``ini``: the suite's own pytest ini options (``{"asyncio_mode": "auto"}``); no ini file
+      of the suite or the candidate is read. A multi-line value is a list.
+    - ``workdir``: where run directories are made (default: the system temp dir).
+    - ``namespaces``: ``False`` skips Linux namespaces even where they work (the degraded mode
+      of docs/sandbox.md, for hosts that forbid them).
+    - ``require_isolation``: refuse to score (``ConfigError``, before any run) where one of
+      these guarantees cannot be met here: ``True`` for all, or names from
+      ``sandbox.guarantees.GUARANTEES`` (docs/sandbox.md).
+    - ``repeats``: run the visible tests this many more times, for timing checks.
+    - ``support_files``: trusted files or directories copied next to every candidate.
+    - ``warm``: fork every run from a warm parent (default); ``False`` forks from the
+      caller's process, which must then be single-threaded.
+    - ``preload``: modules the warm parent imports once, for every run.
+    - ``isolation``: ``"process"`` imports the candidate in a sandboxed process of its own,
+      reached through proxies that pass plain data both ways (docs/isolation.md);
+      ``"in-process"`` imports it into the test process, guarded by the integrity layer;
+      ``"auto"`` (the default) is ``process`` when the reference passes every test that way.
+    - ``objectives``: name -> ``"PATH:FUNCTION"``, a callable, or an
+      :class:`~pytest_scorewright.Objective`; each scores the values tests submit under its
+      name, in the parent (docs/objectives.md).
+    """
+
+    tests: str
+    heldout: str | None = None
+    reference: str | None = None
+    modules: tuple[str, ...] = ("solution",)
+    limits: Limits = dataclasses.field(default_factory=Limits)
+    network: bool = False
+    fail_closed: bool = False
+    warn_only: bool = False
+    env: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    plugins: tuple[str, ...] = ("pytest_timeout",)
+    workdir: str | None = None
+    namespaces: bool = True
+    repeats: int = 0
+    support_files: tuple[str, ...] = ()
+    warm: bool = True
+    preload: tuple[str, ...] = ()
+    isolation: Isolation = "auto"
+    require_isolation: bool | tuple[str, ...] = False
+    reference_baseline: bool = False
+    ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+    @classmethod
+    def of(
+        cls,
+        tests: PathLike,
+        *,
+        heldout: PathLike | None = None,
+        reference: PathLike | None = None,
+        module: str | Sequence[str] = "solution",
+        limits: Limits | None = None,
+        env: Mapping[str, str] | None = None,
+        plugins: Sequence[str] = ("pytest_timeout",),
+        workdir: PathLike | None = None,
+        support_files: Sequence[PathLike] | None = None,
+        preload: Sequence[str] = (),
+        isolation: str = "auto",
+        require_isolation: bool | Sequence[str] = False,
+        ini: Mapping[str, str] | None = None,
+        **flags: Any,
+    ) -> EvaluatorSettings:
+        """Settings from the Evaluator's keyword arguments; a bad value is a ConfigError."""
+        modules = (module,) if isinstance(module, str) else tuple(module)
+        for name in modules or ("",):
+            if not name.isidentifier():
+                raise ConfigError(f"module {name!r} is not a Python module name; use e.g. solution")
+        for key in ini or {}:
+            if not key.replace("_", "").replace("-", "").isalnum():
+                raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
+        if flags.get("repeats", 0) < 0:
+            raise ConfigError(f"repeats must be 0 or more, not {flags['repeats']}")
+        if isolation not in ISOLATIONS:
+            raise ConfigError(
+                f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
+            )
+        if flags.get("reference_baseline") and reference is None:
+            raise ConfigError("reference_baseline needs a reference; pass reference= as well")
+        return cls(
+            tests=os.fspath(tests),
+            heldout=os.fspath(heldout) if heldout else None,
+            reference=os.fspath(reference) if reference else None,
+            modules=modules,
+            limits=limits or Limits(),
+            env=dict(env or {}),
+            plugins=tuple(plugins),
+            workdir=os.fspath(workdir) if workdir else None,
+            support_files=tuple(os.fspath(p) for p in support_files or ()),
+            preload=tuple(preload),
+            isolation=isolation,  # checked above
+            require_isolation=require_isolation
+            if isinstance(require_isolation, bool)
+            else guarantees.required(require_isolation),
+            ini=dict(ini or {}),
+            **flags,
+        )
+
+    def recipe(self) -> dict[str, Any]:
+        """The Evaluator's keyword arguments as plain, picklable values, less those that
+        belong to this machine (``workdir``, ``namespaces``, ``warm``: a worker has its own);
+        ``objectives`` is added by the Evaluator, which loaded them."""
+        here = ("workdir", "namespaces", "warm")
+        found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
+        for key in here:
+            del found[key]
+        found["module"] = list(found.pop("modules"))
+        found["limits"] = dataclasses.asdict(self.limits)
+        for key in ("plugins", "support_files", "preload"):
+            found[key] = list(found[key])
+        for key in ("env", "ini"):
+            found[key] = dict(found[key])
+        if not isinstance(self.require_isolation, bool):
+            found["require_isolation"] = list(self.require_isolation)
+        return found
