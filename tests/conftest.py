@@ -152,6 +152,16 @@ def slow_in_first_call(source: str, function: str, seconds: float) -> str:
 _LONGEST_FIRST = ("test_sandbox_modes.py",)
 
 
+#: Modules without a sandbox whose tests run pytest sessions of their own (xdist, coverage,
+#: pytest-benchmark) or fuzz the parent: over half a second a test, so `slow` too.
+_SLOW_MODULES = ("test_fuzz_parent.py", "test_xdist_and_coverage.py", "test_benchmark_fixture.py")
+
+
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    # `slow`: every test that forks a sandbox, and the slow modules above; `-m "not slow"` is
+    # the fast loop (CONTRIBUTING.md states its time).
+    for item in items:
+        if item.get_closest_marker("sandbox") or item.path.name in _SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
     # A stable sort on a fixed key: every xdist worker gets the same order, as it must.
     items.sort(key=lambda item: item.path.name not in _LONGEST_FIRST)
