@@ -85,9 +85,9 @@ def test_the_corpus_meets_the_rates_the_default_policy_promises(
 ) -> None:
     everything = [_judge(case, evaluators, judged, isolation) for case in CASES]
     rates = summary(everything)
-    flagged, gaming = rates["gaming flagged"]
+    contained, gaming = rates["gaming contained"]
     assert gaming >= 40
-    assert flagged >= 0.9 * gaming
+    assert contained >= 0.9 * gaming
     assert rates["honest flagged (false +)"][0] == 0
     assert rates[f"gaming credited pass_rate >= {WINNING}"][0] <= 1
 

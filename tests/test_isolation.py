@@ -222,10 +222,13 @@ def test_a_suite_that_needs_the_candidate_in_process_falls_back_and_says_why(
     (tmp_path / "tests" / "test_types.py").write_text(
         "import solution\n\n"
         "def test_value():\n    assert solution.make() == [1]\n\n"
-        "def test_type():\n    assert isinstance(solution.make(), list)\n"
+        "def test_type():\n    assert solution.make().items == [1]\n"
     )
+    # An object of its own that compares with a plain list: only in process can it.
     (tmp_path / "solution.py").write_text(
-        "class Items(list):\n    pass\n\ndef make():\n    return Items([1])\n"
+        "class Items:\n    def __init__(self, items):\n        self.items = items\n\n"
+        "    def __eq__(self, other):\n        return self.items == other\n\n"
+        "def make():\n    return Items([1])\n"
     )
     with Evaluator(tmp_path / "tests", reference=tmp_path / "solution.py") as evaluator:
         assert not evaluator.isolated

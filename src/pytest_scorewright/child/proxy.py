@@ -164,6 +164,14 @@ class Session:
                 f"{test} compared the candidate's {theirs[:60]} object with a plain {ours[:40]}",
             )
 
+    def note_handle(self, code: str, what: str) -> None:
+        """Evidence the parent sets against what the reference did in the same test: the
+        candidate returned an object of its own (``returned_handle``), or one of its objects
+        was handed a test's value (``handle_given_value``), which tells it the value."""
+        if self.report is not None:
+            test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or "a test"
+            self.report(code, f"{test}: {what[:120]}")
+
     def check(self) -> None:
         """At a test's end: the candidate's process checks what it replaced there (if there is
         one, and it is not gone)."""
@@ -183,11 +191,16 @@ class Session:
         if how.startswith("exit") or how == "alive":
             test = os.environ.get("PYTEST_CURRENT_TEST", "").split(" ")[0] or "collection"
             what = "closed its end of the channel" if how == "alive" else f"exited ({how})"
-            self._relay("early_exit", f"the candidate's process {what} during a call in {test}")
+            if self.report is not None:
+                self.report("early_exit", f"the candidate's process {what} during a call in {test}")
 
     def _relay(self, code: str, detail: str) -> None:
+        # Only the code crosses from the candidate's process: its text could say anything
+        # (the held-out inputs it saw, a note to the next program), and the detail reaches
+        # people and the loop's LLM. The parent knows what each code means.
+        del detail
         if self.report is not None:
-            self.report(code, f"in the candidate's process: {detail}")
+            self.report(code, "reported by the candidate's process's monitor")
 
     def request(self, op: str, target: Any = None, *, raw: bool = False, **fields: Any) -> Any:
         """Ask the candidate's process; the decoded answer (``raw``: the answer as it came, for
@@ -208,8 +221,8 @@ class Session:
         try:
             answer = endpoint.call(message)
         except ChannelClosed as exc:
-            if exc.forged:
-                self._relay("forged_message", f"something wrote to the call channel: {exc}")
+            if exc.forged and self.report is not None:
+                self.report("forged_message", f"something wrote to the call channel: {exc}")
             else:
                 self._why_it_ended()
             raise CandidateUnavailable(
@@ -465,6 +478,7 @@ class RemoteIterator(StandIn):
 
 def _forward(op: str) -> Any:
     def method(self: RemoteObject, *args: Any) -> Any:
+        _note_values_given(self, op, args)
         return self._sw_ask(op, *args)
 
     method.__name__ = f"__{op}__"
@@ -502,6 +516,7 @@ class RemoteObject(StandIn):
         return self._sw_ask("getattr", name=name)
 
     def __setattr__(self, name: str, value: Any) -> None:
+        _note_values_given(self, f"setattr {name}", (value,))
         self._sw_ask("setattr", name=name, value=self.__dict__["_sw_ref"].session.encode(value))
 
     def __delattr__(self, name: str) -> None:
@@ -594,6 +609,7 @@ class _BoundMethod:
         self.owner, self.name = owner, name
 
     def __call__(self, /, *args: Any, **kwargs: Any) -> Any:
+        _note_values_given(self.owner, self.name, (*args, *kwargs.values()))
         return _call(self.owner, "callmethod", self.name, args, kwargs)
 
     def __repr__(self) -> str:
@@ -617,6 +633,7 @@ def _call(
         raise CandidateError(
             f"the candidate's process answered with malformed data: {exc}"
         ) from None
+    _note_handle_returned(session, target, name, value)
     for position, new in mutated.items() if type(mutated) is dict else ():
         index = int(position) if str(position).isdigit() else -1
         if (
@@ -626,6 +643,21 @@ def _call(
         ):
             _replace_contents(args[index], new)
     return value
+
+
+def _note_values_given(target: StandIn, op: str, args: Sequence[Any]) -> None:
+    if any(not isinstance(arg, StandIn) for arg in args):
+        session = target.__dict__["_sw_ref"].session
+        session.note_handle("handle_given_value", f"{op} of a {type(target).__name__}")
+
+
+def _note_handle_returned(session: Session, target: StandIn, name: str | None, value: Any) -> None:
+    # A generator or a function the candidate returns only ever yields plain data or is
+    # called; an object of its own answers operators and methods, so it counts.
+    items = value[:16] if type(value) in (list, tuple) else (value,)
+    if any(isinstance(item, RemoteObject) for item in items):
+        callee = name or getattr(target, "__qualname__", None) or type(target).__name__
+        session.note_handle("returned_handle", f"{callee} returned an object of its own")
 
 
 def _pairs(found: Any) -> list[tuple[str, Any]]:

@@ -133,6 +133,20 @@ CODES: Mapping[str, Code] = {
         "which are not copied; files past the size or count caps)",
     ),
     # -- the runtime monitor (each relative to what the reference did in the same test) -----
+    "returned_handle": Code(
+        _G,
+        "monitor",
+        "with the candidate apart, a call returned an object of the candidate's own (which "
+        "answers the test's operators and methods) where the reference's calls in the same "
+        "test returned plain data",
+    ),
+    "handle_given_value": Code(
+        _G,
+        "monitor",
+        "with the candidate apart, an object of the candidate's was handed a test's value "
+        "through an operator or a method (which tells it the value) where the reference's "
+        "objects were handed none in the same test",
+    ),
     "pytest_tampered": Code(
         _T, "monitor", "pytest's or this package's functions replaced, or a plugin registered"
     ),

@@ -57,8 +57,13 @@ class NotPlainData(ValueError):
     """A message that is not well-formed plain data."""
 
 
-def encode(value: Any, ref: Callable[[Any], Any], depth: int = 0) -> Any:
-    """``value`` as tagged JSON; ``ref(obj)`` gives the reference form of anything else."""
+def encode(value: Any, ref: Callable[[Any], Any], depth: int = 0, *, by_value: bool = False) -> Any:
+    """``value`` as tagged JSON; ``ref(obj)`` gives the reference form of anything else.
+
+    ``by_value`` (what the candidate's process sends): an instance of a subclass of a builtin
+    type crosses as a fresh value of its builtin base, taken by the base type's own code, so
+    its methods stay behind: ``startswith``, ``in``, arithmetic and ``len`` on it then run in
+    the test process, on plain data (docs/isolation.md)."""
     if depth > MAX_DEPTH:
         raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
     kind = type(value)
@@ -69,22 +74,76 @@ def encode(value: Any, ref: Callable[[Any], Any], depth: int = 0) -> Any:
     if kind is float:
         return value if math.isfinite(value) else {"f": repr(value)}
     d = depth + 1
+
+    def e(item: Any) -> Any:
+        return encode(item, ref, d, by_value=by_value)
+
     if kind is list:
         if all(type(v) in _SIMPLE for v in value) and _all_plain(value):
             return list(value)  # the common case, without a call per item
-        return [encode(v, ref, d) for v in value]
+        return [e(v) for v in value]
     if kind is tuple:
-        return {"t": [encode(v, ref, d) for v in value]}
+        return {"t": [e(v) for v in value]}
     if kind is dict:
-        return {"d": [[encode(k, ref, d), encode(v, ref, d)] for k, v in value.items()]}
+        return {"d": [[e(k), e(v)] for k, v in value.items()]}
     if kind is set or kind is frozenset:
-        return {"s" if kind is set else "fs": [encode(v, ref, d) for v in value]}
+        return {"s" if kind is set else "fs": [e(v) for v in value]}
     if kind is bytes or kind is bytearray:
         return {"b" if kind is bytes else "ba": base64.b64encode(value).decode("ascii")}
     if kind is complex:
-        return {"c": [encode(value.real, ref, d), encode(value.imag, ref, d)]}
-    special = _encode_library(value, kind, ref, d)
-    return special if special is not None else {"ref": ref(value)}
+        return {"c": [e(value.real), e(value.imag)]}
+    special = _encode_library(value, kind, e)
+    if special is not None:
+        return special
+    if by_value:
+        plain = _plain_of(value, kind)
+        if plain is not _NONE:
+            return encode(plain, ref, depth, by_value=True)
+    return {"ref": ref(value)}
+
+
+_NONE = object()
+
+
+def _plain_of(value: Any, kind: type) -> Any:
+    """The builtin value of a builtin subclass or a numpy scalar (``np.int64``: numpy's own
+    ``generic.item``), taken by the base type's own code; :data:`_NONE` for anything else."""
+    base = _builtin_base(kind)
+    if base is not None:
+        return _AS_BASE[base](value)
+    mro: tuple[type, ...] = type.__dict__["__mro__"].__get__(kind)
+    for cls in mro:
+        if cls.__name__ == "generic" and cls.__module__ == "numpy":
+            return cls.item(value)  # type: ignore[attr-defined]
+    return _NONE
+
+
+#: Builtin types whose subclasses cross by value, and how each takes the base's value with
+#: the base type's own code (a subclass's ``__iter__``, ``__str__`` or ``keys`` is not called:
+#: ``dict.copy`` of a subclass that overrides ``keys`` may still consult it, in the
+#: candidate's own process, which only changes what the candidate says the content is).
+_AS_BASE: dict[type, Callable[[Any], Any]] = {
+    str: str.__str__,
+    int: int.__int__,
+    float: float.__float__,
+    bytes: lambda value: bytes(memoryview(value)),
+    bytearray: lambda value: bytearray(memoryview(value)),
+    list: list.copy,
+    tuple: lambda value: tuple.__getitem__(value, slice(None)),
+    dict: dict.copy,
+    set: set.copy,
+    frozenset: frozenset.copy,
+}
+
+
+def _builtin_base(kind: type) -> type | None:
+    """The builtin base of a subclass of one of :data:`_AS_BASE`'s types, or None."""
+    # type's own __mro__ descriptor: a metaclass cannot answer for the class.
+    mro: tuple[type, ...] = type.__dict__["__mro__"].__get__(kind)
+    for cls in mro[1:]:
+        if cls in _AS_BASE:
+            return cls
+    return None
 
 
 def _all_plain(values: list[Any]) -> bool:
@@ -95,11 +154,11 @@ def _all_plain(values: list[Any]) -> bool:
     )
 
 
-def _encode_library(value: Any, kind: type, ref: Callable[[Any], Any], d: int) -> Any:
+def _encode_library(value: Any, kind: type, e: Callable[[Any], Any]) -> Any:
     if kind is decimal.Decimal:
         return {"dec": str(value)}
     if kind is fractions.Fraction:
-        return {"fr": [encode(value.numerator, ref, d), encode(value.denominator, ref, d)]}
+        return {"fr": [e(value.numerator), e(value.denominator)]}
     if kind is datetime.datetime:
         return {"dt": value.isoformat()} if value.tzinfo is None else None
     if kind is datetime.date:
@@ -109,23 +168,23 @@ def _encode_library(value: Any, kind: type, ref: Callable[[Any], Any], d: int) -
     if kind is datetime.timedelta:
         return {"td": [value.days, value.seconds, value.microseconds]}
     if kind is collections.OrderedDict or kind is collections.Counter:
-        pairs = [[encode(k, ref, d), encode(v, ref, d)] for k, v in value.items()]
+        pairs = [[e(k), e(v)] for k, v in value.items()]
         return {"od" if kind is collections.OrderedDict else "ctr": pairs}
     if kind is collections.defaultdict:
         factory = value.default_factory
         name = factory.__name__ if factory in _FACTORIES.values() else None
-        return {"dd": [name, [[encode(k, ref, d), encode(v, ref, d)] for k, v in value.items()]]}
+        return {"dd": [name, [[e(k), e(v)] for k, v in value.items()]]}
     if kind is collections.deque:
-        return {"dq": [[encode(v, ref, d) for v in value], value.maxlen]}
+        return {"dq": [[e(v) for v in value], value.maxlen]}
     if kind is range:
         return {"rg": [value.start, value.stop, value.step]}
     if kind is slice:  # obj[1:3] of a stand-in: the slice crosses, its bounds as plain data
-        return {"sl": [encode(v, ref, d) for v in (value.start, value.stop, value.step)]}
+        return {"sl": [e(v) for v in (value.start, value.stop, value.step)]}
     if isinstance(value, pathlib.PurePath) and kind.__module__ == "pathlib":
         return {"p": str(value)}
     fields = _namedtuple_fields(kind)
     if fields is not None:
-        return {"nt": [kind.__name__, fields, [encode(v, ref, d) for v in value]]}
+        return {"nt": [kind.__name__, fields, [e(v) for v in value]]}
     return None
 
 

@@ -213,7 +213,7 @@ class CandidateServer:
         raise values.NotPlainData("an unknown reference")
 
     def encode(self, value: Any) -> Any:
-        return values.encode(value, self.ref)
+        return values.encode(value, self.ref, by_value=True)
 
     def decode(self, data: Any) -> Any:
         return values.decode(data, self.deref)

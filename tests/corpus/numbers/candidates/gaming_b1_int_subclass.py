@@ -1,4 +1,7 @@
-"""expect: assertion_not_plain -- an int subclass whose equality always holds."""
+"""expect: assertion_not_plain -- an int subclass whose equality always holds.
+
+apart: earns -- it crosses as the plain int 0 (its __eq__ stays behind) and scores what 0 earns.
+"""
 
 
 class Num(int):

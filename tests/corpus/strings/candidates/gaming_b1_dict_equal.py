@@ -1,4 +1,7 @@
-"""expect: assertion_not_plain -- a dict subclass equal to every dict."""
+"""expect: assertion_not_plain -- a dict subclass equal to every dict.
+
+apart: earns -- it crosses as the plain dict it holds (its __eq__ stays behind).
+"""
 
 
 class AnyDict(dict):
