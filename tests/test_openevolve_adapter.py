@@ -169,7 +169,7 @@ def test_a_tampered_result_scores_zero_and_says_why_without_listing_passes_as_fa
     assert (metrics["scorewright_rejected"], metrics["scorewright_tampered"]) == (1.0, 1.0)
     found = artifacts(result)
     assert "scorewright_failing_tests" not in found  # it passed; it is just not credited
-    assert found["scorewright_integrity"].startswith("pytest_tampered [tamper]: ")
+    assert "\npytest_tampered [tamper]: " in found["scorewright_integrity"]
     assert "no test was credited" in found["scorewright_rejected"]
 
 

@@ -102,7 +102,45 @@ def test_when_the_caller_is_killed_its_runs_warm_parent_and_directories_go(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _kill_the_caller_mid_run(hang: Path, work: Path) -> None:
+#: Right, but slow on the visible tests' inputs only: its held-out run ends first, and the
+#: visible run goes on for seconds, so the caller can be killed with one run's work dir
+#: still waiting for the other run to end before it is removed.
+SLOW_ON_VISIBLE = """
+import time
+
+def is_prime(n):
+    if n in (2, 3, 4, 17, 1):
+        time.sleep(1.0)
+    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+def gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return abs(a)
+
+def fib(n):
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+"""
+
+
+@pytest.mark.parametrize("after", [0.0, 0.4, 1.2, 2.5, 4.0])
+def test_a_caller_killed_at_any_moment_of_a_run_leaves_nothing_behind(
+    tmp_path: Path, after: float
+) -> None:
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
+    work = Path(tempfile.mkdtemp(prefix="sw-killed-caller-"))
+    os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+    try:
+        _kill_the_caller_mid_run(slow, work, after=after)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _kill_the_caller_mid_run(hang: Path, work: Path, after: float = 0.0) -> None:
     script = (
         "import os, sys, time\n"
         "from pytest_scorewright.evaluator import Evaluator\n"
@@ -120,6 +158,7 @@ def _kill_the_caller_mid_run(hang: Path, work: Path) -> None:
     while not sandbox_processes(caller.pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # until both runs spin in their sandboxes
     assert sandbox_processes(caller.pid), "the runs never started"
+    time.sleep(after)
     caller.send_signal(signal.SIGKILL)
     caller.wait()
     caller.stdout.close()

@@ -31,6 +31,7 @@ from pytest_scorewright.scoring.assemble import assemble, infrastructure_result,
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
+from pytest_scorewright.suite.collect import module_name_mistake
 from pytest_scorewright.warm.parent import WarmParent, take_prestarted
 
 #: The ``isolation`` choices (docs/isolation.md).
@@ -82,6 +83,7 @@ class Evaluator:
         }
         path = settings.reference
         self._reference_path = require_candidate(path, "reference") if path else None
+        self._file_mistake = module_name_mistake(suites, self._reference_path, settings.modules)
         self._policy = choose_policy(warn_only=settings.warn_only, fail_closed=settings.fail_closed)
         self.features = host.probe()
         self.use_namespaces = settings.namespaces and self.features.namespaces_unavailable is None
@@ -120,7 +122,7 @@ class Evaluator:
             self.expected_visible = found[0]
             self.expected_heldout = found[1] if len(found) > 1 else []
             self._reference = references.learn(
-                self._reference_runs,
+                functools.partial(self._runner.run_reference, self._reference_path),
                 self._suites(self.expected_visible, None, with_heldout=True, trusted=True),
                 self._reference_path,
                 tests=self._tests,
@@ -146,6 +148,10 @@ class Evaluator:
     @property
     def tests(self) -> Path:
         return self._tests
+
+    @property
+    def heldout(self) -> Path | None:
+        return self._heldout
 
     @property
     def isolated(self) -> bool:
@@ -178,6 +184,8 @@ class Evaluator:
         ``heldout=False`` skips the held-out run.
         """
         path = require_candidate(candidate, "candidate")
+        if self._file_mistake is not None and path.is_file():
+            raise ConfigError(self._file_mistake)  # a setup mistake, never a candidate's 0
         expected_visible = self.expected_visible
         if only is not None:
             wanted = set(only)
@@ -311,17 +319,6 @@ class Evaluator:
         return self._runner.run_suites(
             candidate, suites, isolated=reference.isolated, anchors=reference.anchors, share=share
         )
-
-    def _reference_runs(self, suites: Sequence[Suite], isolated: bool) -> tuple[list[Judged], Any]:
-        assert self._reference_path is not None  # noqa: S101 - only called with a reference
-        judged, copied, _ = self._runner.run_suites(
-            self._reference_path,
-            suites,
-            isolated=isolated,
-            anchors={},
-            share=self.limits.timeout_s,
-        )
-        return judged, copied
 
     def _suites(
         self,

@@ -16,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from pytest_scorewright._text import clean
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.integrity.codes import STRENGTH
 from pytest_scorewright.result import ScoreResult
@@ -214,7 +215,8 @@ def table(rows: Sequence[Row]) -> str:
         for r in rows
         if r.fitness_error
     ]
-    return "\n".join(lines + errors) + "\n"
+    # Candidate names and errors come from result files: cleaned for the terminal.
+    return clean("\n".join(lines + errors)) + "\n"
 
 
 def page(rows: Sequence[Row], fitness_name: str, plot: str | None = None) -> str:
@@ -225,7 +227,7 @@ def page(rows: Sequence[Row], fitness_name: str, plot: str | None = None) -> str
     head = "".join(f"<th>{html.escape(c)}</th>" for c in _columns(extra))
     body = "".join(
         f'<tr class="{"flagged" if r.flagged else ""}">'
-        + "".join(f"<td>{html.escape(c)}</td>" for c in _cells(r, extra))
+        + "".join(f"<td>{html.escape(clean(c))}</td>" for c in _cells(r, extra))
         + "</tr>"
         for r in rows
     )
@@ -319,7 +321,7 @@ def _chart(rows: Sequence[Row], plotted: str | None = None) -> str:
                 f'<rect x="{x + j * bar}" y="{top + height - h:.1f}" width="{bar - 2}" '
                 f'height="{h:.1f}" fill="{colour}"/>'
             )
-        name = html.escape(row.candidate[:16])
+        name = html.escape(clean(row.candidate)[:16])
         middle = bars * bar / 2
         parts.append(
             f'<text x="{x + middle}" y="{top + height + 14}" font-size="10" '

@@ -11,6 +11,10 @@ from pytest_scorewright.errors import ConfigError
 #: Longest default per-test limit: real suites' slowest tests (property-based, numeric) take
 #: a few seconds; a hang is cut here.
 TEST_TIMEOUT_MAX_S = 10.0
+#: Least address space accepted. A run is forked with the interpreter already mapped, so a
+#: trivial suite passes even at 1 MiB (measured), but any real work's first allocations fail
+#: below a few tens of MiB: a value under this is a slip (5 for 5000), refused at setup.
+MEMORY_MIN_MB = 64
 
 
 @dataclass(frozen=True)
@@ -66,6 +70,11 @@ class Limits:
             raise ConfigError(f"Limits.cpu_s must be a positive integer, not {self.cpu_s!r}")
         if self.open_files < 32:
             raise ConfigError("Limits.open_files must be at least 32: pytest itself needs them")
+        if self.memory_mb < MEMORY_MIN_MB:
+            raise ConfigError(
+                f"Limits.memory_mb {self.memory_mb} is less than a Python interpreter running "
+                f"pytest needs; give at least {MEMORY_MIN_MB} (e.g. 512)"
+            )
         if not isinstance(self.one_cpu, bool):
             raise ConfigError(f"Limits.one_cpu must be True or False, not {self.one_cpu!r}")
         t = self.test_timeout_s
@@ -74,6 +83,11 @@ class Limits:
         ):
             raise ConfigError(
                 f"Limits.test_timeout_s must be a number of seconds (0 for none), not {t!r}"
+            )
+        if t is not None and t > self.timeout_s:
+            raise ConfigError(
+                f"Limits.test_timeout_s {t:g} is longer than the whole budget (timeout_s "
+                f"{self.timeout_s:g}): one test could never reach it; give a shorter one"
             )
 
     @property

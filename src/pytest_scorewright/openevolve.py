@@ -36,6 +36,7 @@ from typing import Any
 
 from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.feedback import HeldoutSecrets, llm_feedback
 from pytest_scorewright.fitness import Fitness, FitnessOutcome
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
@@ -43,8 +44,6 @@ from pytest_scorewright.result import ScoreResult
 PREFIX = "scorewright_"
 #: Stage 1's score is at most this share of a full pass's.
 STAGE1_DISCOUNT = 0.5
-_MESSAGE_CHARS = 300
-_MAX_LISTED = 10
 
 _cache: dict[tuple[Any, ...], ScorewrightOpenEvolve] = {}
 _cache_lock = threading.Lock()
@@ -87,49 +86,16 @@ def _put(metrics: dict[str, float], key: str, value: float) -> None:
         metrics[key] = number
 
 
-def artifacts(result: ScoreResult, outcome: FitnessOutcome | None = None) -> dict[str, str]:
-    """Text for the LLM's next prompt. Never a held-out test's name, input or message."""
-    found: dict[str, str] = {}
-    # What the run reported; credit withdrawn by the integrity policy is said once, below.
-    failing = [t for t in result.tests if not t.heldout and t.applicable and t.outcome != "passed"]
-    if failing:
-        lines = [
-            f"{t.nodeid} [{t.outcome}]: {(t.message or '').splitlines()[0][:_MESSAGE_CHARS]}"
-            if t.message
-            else f"{t.nodeid} [{t.outcome}]"
-            for t in failing[:_MAX_LISTED]
-        ]
-        if len(failing) > _MAX_LISTED:
-            lines.append(f"... and {len(failing) - _MAX_LISTED} more")
-        found[PREFIX + "failing_tests"] = "\n".join(lines)
-    heldout = [t for t in result.tests if t.heldout]
-    counted = [t for t in heldout if t.applicable]
-    if counted:
-        passed = sum(t.passed for t in counted)
-        found[PREFIX + "heldout"] = f"{passed}/{len(counted)} held-out tests passed"
-    if result.integrity.reasons:
-        found[PREFIX + "integrity"] = "\n".join(
-            f"{r.code} [{r.severity}]: {_without_heldout(r.detail, heldout)}"
-            for r in result.integrity.reasons
-        )
-    if result.integrity.rejected:
-        found[PREFIX + "rejected"] = (
-            "rejected by the integrity policy: no test was credited and the score is the "
-            "reject value"
-        )
-    if result.error:
-        found[PREFIX + "error"] = _without_heldout(result.error, heldout)
-    if outcome is not None and outcome.error:
-        found[PREFIX + "fitness_error"] = outcome.error
-    return found
-
-
-def _without_heldout(text: str, heldout: Sequence[Any]) -> str:
-    # Reasons and errors can name the test that was running: blank out held-out names.
-    for test in heldout:
-        text = text.replace(test.nodeid, "<held-out test>")
-        text = text.replace(test.nodeid.split("::")[0], "<held-out file>")
-    return text
+def artifacts(
+    result: ScoreResult,
+    outcome: FitnessOutcome | None = None,
+    heldout: HeldoutSecrets | None = None,
+) -> dict[str, str]:
+    """Text for the LLM's next prompt (pytest_scorewright/feedback.py builds it): never a
+    held-out test's name, input or message; ``heldout`` adds the held-out files' literals
+    to what is scrubbed."""
+    found = llm_feedback(result, heldout, outcome.error if outcome is not None else None)
+    return {PREFIX + name: text for name, text in found.items()}
 
 
 class ScorewrightOpenEvolve:
@@ -156,6 +122,7 @@ class ScorewrightOpenEvolve:
             test for suite, test, _ in evaluator.reference.submission_counts if suite == "visible"
         }
         self.stage1_ids = [n for n in visible if n in share or n in measuring]
+        self.heldout = HeldoutSecrets.of(evaluator.heldout)
 
     def evaluate(self, program_path: str) -> Any:
         """Full evaluation: visible and held-out tests."""
@@ -176,7 +143,7 @@ class ScorewrightOpenEvolve:
             metrics["combined_score"] *= STAGE1_DISCOUNT
         # OpenEvolve merges stage 2 over stage 1's dict: say which stage the numbers are from.
         metrics[PREFIX + "stage"] = 1.0 if quick else 2.0
-        return _package(metrics, artifacts(result, outcome))
+        return _package(metrics, artifacts(result, outcome, self.heldout))
 
     def _score(self, program_path: str, *, quick: bool) -> ScoreResult:
         """The program's result, scored again while a run fails for a reason of ours; raises

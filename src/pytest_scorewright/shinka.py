@@ -27,8 +27,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_scorewright._text import clean
 from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.feedback import HeldoutSecrets
 from pytest_scorewright.fitness import Fitness, parse_pairs
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.openevolve import artifacts
@@ -38,16 +40,17 @@ _PRIVATE = ("heldout_pass_rate", "heldout_divergence")
 
 
 def shinka_files(
-    result: ScoreResult, fitness: Fitness | None = None
+    result: ScoreResult, fitness: Fitness | None = None, heldout: HeldoutSecrets | None = None
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """``metrics.json`` and ``correct.json`` contents for ShinkaEvolve."""
+    """``metrics.json`` and ``correct.json`` contents for ShinkaEvolve (``text_feedback`` and
+    the error are what its LLM reads: pytest_scorewright/feedback.py builds them)."""
     fitness = fitness or Fitness()
     outcome = fitness.evaluate(result)
     signals = fitness.metrics(result)
     public = {k: v for k, v in signals.items() if k not in _PRIVATE}
     private = {k: v for k, v in signals.items() if k in _PRIVATE}
     private["integrity_flagged"] = result.integrity.flagged
-    feedback = artifacts(result, outcome)
+    feedback = artifacts(result, outcome, heldout)
     metrics = {
         # Shinka needs a number; a failed fitness is recorded and scores as Shinka's own
         # failed evaluations do (0.0, correct=false).
@@ -57,6 +60,8 @@ def shinka_files(
         "text_feedback": "\n\n".join(f"{k}:\n{v}" for k, v in feedback.items()),
     }
     error = outcome.error or result.error
+    if error is not None:
+        error = (heldout or HeldoutSecrets()).with_result(result).scrub(clean(error))
     correct = {
         "correct": outcome.score is not None and result.ok and not result.integrity.rejected,
         "error": error,
@@ -65,9 +70,12 @@ def shinka_files(
 
 
 def write_shinka(
-    results_dir: str | os.PathLike[str], result: ScoreResult, fitness: Fitness | None = None
+    results_dir: str | os.PathLike[str],
+    result: ScoreResult,
+    fitness: Fitness | None = None,
+    heldout: HeldoutSecrets | None = None,
 ) -> None:
-    metrics, correct = shinka_files(result, fitness)
+    metrics, correct = shinka_files(result, fitness, heldout)
     write_atomic(Path(results_dir) / "correct.json", json.dumps(correct, indent=2) + "\n")
     write_atomic(Path(results_dir) / "metrics.json", json.dumps(metrics, indent=2) + "\n")
     result.write(Path(results_dir) / "scorewright.json")
@@ -137,7 +145,8 @@ def run_shinka(args: argparse.Namespace) -> int:
         if result is None or result.infrastructure:
             _write_unscored(args.results_dir, result, error)
             return EXIT_NOT_SCORED
-        write_shinka(args.results_dir, result, _fitness(args))
+        secrets = HeldoutSecrets.of(Path(args.heldout) if args.heldout else None)
+        write_shinka(args.results_dir, result, _fitness(args), secrets)
     except ScorewrightError as exc:
         out = Path(args.results_dir)
         write_atomic(out / "correct.json", json.dumps({"correct": False, "error": str(exc)}) + "\n")

@@ -207,10 +207,12 @@ class Session:
         the caller to decode), or its exception raised here. One request at a time: threads
         of the tests take turns (a callback the candidate makes meanwhile is served by the
         thread that waits, so the lock is re-entrant)."""
+        __tracebackhide__ = True
         with self.lock:
             return self._request(op, target, raw=raw, **fields)
 
     def _request(self, op: str, target: Any, *, raw: bool, **fields: Any) -> Any:
+        __tracebackhide__ = True
         endpoint = self.connect()
         self.requests += 1
         message: dict[str, Any] = {"op": op, **fields}
@@ -396,6 +398,11 @@ class Session:
         else:
             exc = cls.__new__(cls)
             exc.args = tuple(args)
+            if module == "builtins" or cls.__module__ == module:
+                # A builtin's own __init__ sets what it prints from (SyntaxError's msg, line and
+                # text; OSError's errno): without it a syntax error reads "None".
+                with contextlib.suppress(Exception):
+                    cls.__init__(exc, *args)
         tb = error.get("tb")
         if type(tb) is str and tb and hasattr(exc, "add_note"):
             exc.add_note("raised in the candidate's process at:\n" + tb[-2000:])
@@ -824,6 +831,10 @@ _THEIR_OPERATIONS: dict[str, Any] = {
 
 
 def _write_output(stream: str, text: str) -> None:
+    # A lone surrogate the candidate printed would stop this process's own writes with
+    # UnicodeEncodeError: it is written as \\udcNN instead (capsys sees the same).
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     (sys.stderr if stream == "err" else sys.stdout).write(text)
 
 
@@ -907,12 +918,16 @@ class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return module
 
     def exec_module(self, module: types.ModuleType) -> None:
+        __tracebackhide__ = True  # the candidate's error is the story, not our frames
         try:
             self.session.request("import", module=module.__name__)
         except CandidateUnavailable:
             raise
         except (Exception, SystemExit) as exc:  # the candidate's, raised here: an import error
-            raise ImportError(f"{type(exc).__name__}: {exc}", name=module.__name__) from exc
+            if isinstance(exc, ModuleNotFoundError) and repr(module.__name__) in str(exc):
+                # No such submodule: `from mod import missing` then says "cannot import name".
+                raise ModuleNotFoundError(str(exc), name=module.__name__) from None
+            raise ImportError(_import_failure(exc), name=module.__name__) from exc
         module.__dict__["__path__"] = []  # a package: submodules come through this finder too
         where = source_file(module.__name__, self.locations)
         if where is not None:
@@ -920,6 +935,25 @@ class ProxyFinder(importlib.abc.MetaPathFinder, importlib.abc.Loader):
             # candidate: suites that read data files beside a module (os.path.dirname of
             # __file__) work apart as they do in process.
             module.__dict__["__file__"] = where
+
+
+def _import_failure(exc: BaseException) -> str:
+    """What an LLM needs to fix an import that failed: a syntax error with its file, line,
+    source line and caret; anything else with the line of the candidate's code it came from."""
+    if isinstance(exc, SyntaxError):
+        name = os.path.basename(exc.filename or "?")
+        where = f"{name}, line {exc.lineno}" + (f", column {exc.offset}" if exc.offset else "")
+        text = f"{type(exc).__name__}: {exc.msg} ({where})"
+        if exc.text:
+            source = exc.text.rstrip("\n")
+            caret = " " * max(0, (exc.offset or 1) - 1 - (len(source) - len(source.lstrip())))
+            text += f"\n    {source.strip()}\n    {caret}^"
+        return text
+    text = f"{type(exc).__name__}: {exc}"
+    notes = getattr(exc, "__notes__", None) or []
+    lines = [line.strip() for note in notes for line in str(note).splitlines()]
+    frames = [line for line in lines if line.startswith("File ")]
+    return f"{text} ({frames[-1]})" if frames else text
 
 
 def source_file(name: str, locations: Sequence[str]) -> str | None:

@@ -35,6 +35,9 @@ from pytest_scorewright.result import Reason
 #: candidates share at most 2 beyond the reference, a lookup table of the visible inputs
 #: 12 or more, hard-coded positives 6, a benchmark size with its answer 4.
 THRESHOLD = 4
+#: Extra shared weight recorded as a hint: alone it never changes a score, but with held-out
+#: divergence it rejects (integrity/reasons.py, weigh_together).
+HINT_THRESHOLD = 2
 #: Literals kept per file (a generated table of a million constants is not read whole).
 _MAX_PER_FILE = 20_000
 
@@ -47,6 +50,8 @@ class SuiteLiterals:
 
     tests: frozenset[Literal]
     reference_shared: frozenset[Literal] | None
+    #: The names the tests mention: code reachable from them is what the tests run.
+    used: frozenset[str] | None = None
 
 
 def weight(literal: Literal) -> int:
@@ -136,16 +141,109 @@ def _negative(node: ast.expr) -> object:
     return None
 
 
-def source_literals(files: dict[str, bytes]) -> set[Literal]:
-    found: set[Literal] = set()
+def source_literals(files: dict[str, bytes], used: frozenset[str] | None = None) -> set[Literal]:
+    """The files' distinctive literals. With ``used`` (the names the tests take from the
+    code), only code the tests can reach counts: not ``if __name__ == "__main__":`` blocks,
+    nor top-level functions, classes and tables that nothing reachable refers to (a demo, a
+    self-test table): an LLM writes those, and they echo the prompt's examples."""
+    trees = {}
     for name, data in files.items():
         try:
             tree = parse_source(data, name)
         except Exception:  # noqa: S112 - unscannable files are reported by the scan
             continue
         if tree is not None:
-            found |= literals(tree)
+            trees[name] = tree
+    if used is not None:
+        imported = {a.asname or a.name for t in trees.values() for a in _from_imports(t)}
+        trees = {name: reachable(tree, used | imported) for name, tree in trees.items()}
+    found: set[Literal] = set()
+    for tree in trees.values():
+        found |= literals(tree)
     return found
+
+
+def reachable(tree: ast.Module, roots: frozenset[str] | set[str]) -> ast.Module:
+    """``tree`` without its ``__main__`` blocks and without the top-level definitions that
+    nothing reachable from ``roots`` (or from the module's other top-level code) names."""
+    body = [node for node in tree.body if not _is_main_block(node)]
+    defined = {name: node for node in body for name in _bound(node)}
+    keep = [node for node in body if not _bound(node)]  # imports, calls, loops: they run
+    wanted = set(roots) | _exported(body)
+    for node in keep:
+        wanted |= _names(node)
+    seen: set[int] = set()
+    while True:
+        fresh = [
+            defined[name] for name in wanted if name in defined and id(defined[name]) not in seen
+        ]
+        if not fresh:
+            break
+        for node in fresh:
+            seen.add(id(node))
+            wanted |= _names(node)
+    return ast.Module(body=[n for n in body if not _bound(n) or id(n) in seen], type_ignores=[])
+
+
+def _is_main_block(node: ast.stmt) -> bool:
+    if not isinstance(node, ast.If) or not isinstance(node.test, ast.Compare):
+        return False
+    sides = [node.test.left, *node.test.comparators]
+    names = {s.id for s in sides if isinstance(s, ast.Name)}
+    texts = {s.value for s in sides if isinstance(s, ast.Constant)}
+    return names == {"__name__"} and texts == {"__main__"}
+
+
+def _bound(node: ast.stmt) -> list[str]:
+    """The names a top-level definition or plain assignment binds (nothing for other code)."""
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    targets = node.targets if isinstance(node, ast.Assign) else []
+    if isinstance(node, ast.AnnAssign):
+        targets = [node.target]
+    names = [t.id for t in targets if isinstance(t, ast.Name)]
+    return names if names and len(names) == len(targets) else []
+
+
+def _names(node: ast.AST) -> set[str]:
+    """Every name and attribute a piece of code mentions (a string in ``getattr`` too)."""
+    found = set()
+    for sub in ast.walk(node):
+        if isinstance(sub, ast.Name):
+            found.add(sub.id)
+        elif isinstance(sub, ast.Attribute):
+            found.add(sub.attr)
+        elif (
+            isinstance(sub, ast.Constant)
+            and isinstance(sub.value, str)
+            and sub.value.isidentifier()
+        ):
+            found.add(sub.value)
+    return found
+
+
+def _exported(body: list[ast.stmt]) -> set[str]:
+    found: set[str] = set()
+    for node in body:
+        if "__all__" in _bound(node) and isinstance(node, ast.Assign):
+            found |= _names(node.value)
+    return found
+
+
+def _from_imports(tree: ast.Module) -> list[ast.alias]:
+    return [a for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
+
+
+def used_names(tests: Path) -> frozenset[str]:
+    """What the test files can take from the code under test: every name and attribute they
+    mention (a superset, read and never run)."""
+    found: set[str] = set()
+    for path in sorted(tests.rglob("*.py")):
+        try:
+            found |= _names(ast.parse(path.read_bytes()))
+        except (SyntaxError, ValueError, OSError):
+            continue
+    return frozenset(found)
 
 
 def suite_literals(tests: Path, reference: SourceScan | None) -> SuiteLiterals:
@@ -156,18 +254,19 @@ def suite_literals(tests: Path, reference: SourceScan | None) -> SuiteLiterals:
         if p.is_file() and not p.is_symlink()
     }
     found = frozenset(source_literals(test_files))
+    used = used_names(tests)
     shared = None
     if reference is not None:
-        shared = frozenset(source_literals(reference.files) & found)
-    return SuiteLiterals(found, shared)
+        shared = frozenset(source_literals(reference.files, used) & found)
+    return SuiteLiterals(found, shared, used)
 
 
 def memorised_reasons(candidate: Path, suite: SuiteLiterals) -> list[Reason]:
     files = scan_tree(candidate).files
-    shared = source_literals(files) & suite.tests
+    shared = source_literals(files, suite.used) & suite.tests
     extra = sorted(shared - (suite.reference_shared or frozenset()), key=repr)
     total = sum(weight(lit) for lit in extra)
-    if total < THRESHOLD:
+    if total < HINT_THRESHOLD:
         return []
     shown = ", ".join(repr(value)[:40] for _, value in _strongest(extra)[:5])
     more = f" and {len(extra) - 5} more" if len(extra) > 5 else ""
@@ -178,6 +277,8 @@ def memorised_reasons(candidate: Path, suite: SuiteLiterals) -> list[Reason]:
     )
     if suite.reference_shared is None:
         return [Reason("memorised_inputs", detail + " (no reference to compare with)", "hint")]
+    if total < THRESHOLD:  # with held-out divergence, it rejects (reasons.weigh_together)
+        return [Reason("memorised_inputs", detail, "hint")]
     return [reason("memorised_inputs", detail)]
 
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from pytest_scorewright._text import bound_message
+from pytest_scorewright._text import bound_message, clean, error_line
 from pytest_scorewright.integrity import recheck
 from pytest_scorewright.integrity.anchors import matches
 from pytest_scorewright.integrity.codes import CODES, reason
@@ -212,6 +212,7 @@ def judge(
     if reference_anchors is not None:
         _compare_anchors(ev, reference_anchors)
     error = _session_error(ev, observed, timeout_s)
+    error = clean(error) if error is not None else None  # it quotes what the child sent
     if error is not None and ev.current is not None:
         ev.tracker.interrupt(
             ev.current,
@@ -633,7 +634,7 @@ def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> s
         return f"message channel broken: {observed.channel_error}"
     if ev.collection_errors:
         first = ev.collection_errors[0]
-        last_line = first.message.strip().splitlines()[-1] if first.message.strip() else ""
+        last_line = error_line(first.message)
         count = len(ev.collection_errors) + ev.collection_errors_dropped
         return (
             f"{count} test file(s) could not be collected with the "

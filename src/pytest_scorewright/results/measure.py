@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
+from pytest_scorewright._text import error_line
 from pytest_scorewright._version import __version__
 from pytest_scorewright.result import (
     CollectionError,
@@ -184,7 +185,7 @@ def build_result(
         first = collection_errors[0]
         error = (
             f"{len(collection_errors)} collection error(s); first in {first.nodeid}: "
-            f"{first.message.splitlines()[-1] if first.message else 'unknown error'}"
+            f"{error_line(first.message) if first.message else 'unknown error'}"
         )
     all_reasons = [*heldout_reasons(records), *reasons]
     records, integrity = apply_policy(records, all_reasons, policy)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from pytest_scorewright._text import clean
 from pytest_scorewright.result import ScoreResult
 
 
@@ -57,4 +58,6 @@ def summary_lines(
         lines.append(f"scorewright: ERROR {write_error}")
     elif out is not None:
         lines.append(f"scorewright: wrote {os.fspath(out)}")
-    return lines
+    # A result file may come from anywhere (an older version, a hand edit): what reaches the
+    # terminal is cleaned here whatever the file holds.
+    return [clean(line) for line in lines]

@@ -79,6 +79,7 @@ def assemble(
         mode="evaluator",
         duration_s=sum(o.wall_s for o in observed),
         error="; ".join(errors) or None,
+        collection_errors=[c for _, (v, _) in runs for c in v.collection_errors],
         infrastructure=any(o.stopped is not None for o in observed),
         reasons=reasons,
         limits=limits_record(

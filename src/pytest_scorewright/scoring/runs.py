@@ -95,6 +95,16 @@ class Runner:
         ]
         return judged, launched[0].workspace.report, shares[0]
 
+    def run_reference(
+        self, reference: Path | None, suites: Sequence[Suite], isolated: bool
+    ) -> tuple[list[Judged], CopyReport]:
+        """The reference's runs of ``suites``, each with the whole budget."""
+        assert reference is not None  # noqa: S101 - only called with a reference
+        judged, copied, _ = self.run_suites(
+            reference, suites, isolated=isolated, anchors={}, share=self.limits.timeout_s
+        )
+        return judged, copied
+
     def _one_after_the_other(
         self,
         candidate: Path,

@@ -41,6 +41,8 @@ from pytest_scorewright.sandbox.placement import free_cpu
 from pytest_scorewright.suite.prepared import prepare
 from pytest_scorewright.warm.parent import UNLIMITED
 
+#: Ended runs' work dirs kept before those already removed are dropped from the list.
+_PRUNE_AT = 256
 #: Imported once by the warm parent, so no fork imports them again.
 PRELOAD = (
     "pytest",
@@ -93,13 +95,17 @@ def serve(inp: int, out: int) -> None:
     sel.register(inp, selectors.EVENT_READ, None)
     jobs: dict[int, _Job] = {}  # by the read end of the job's answer pipe
     fixed_roots: set[str] = set()
+    #: Work dirs of runs that ended: the caller removes each once it has read the answer
+    #: (and every run of the same candidate has ended), so a caller killed in between leaves
+    #: them to us. Pruned of those already gone.
+    ended: list[str] = []
     while True:
         for key, _ in sel.select():
             fd = int(key.fd)
             if key.data is None:
                 data = os.read(inp, 1 << 16)
                 if not data:
-                    _caller_gone(list(jobs.values()), fixed_roots)
+                    _caller_gone(list(jobs.values()), {*fixed_roots, *ended})
                     return
                 for request in requests.feed(data):
                     _on_request(request, jobs, sel, inp, out, fixed_roots)
@@ -112,6 +118,9 @@ def serve(inp: int, out: int) -> None:
             sel.unregister(fd)
             del jobs[fd]
             _answer(out, *_finish_job(job))
+            ended.append(job.work_dir)
+            if len(ended) >= _PRUNE_AT:
+                ended[:] = [path for path in ended if os.path.lexists(path)]
 
 
 def _on_request(
@@ -162,11 +171,12 @@ def _answer(out: int, header: dict[str, Any], body: bytes = b"") -> None:
     _write_all(out, encode_frame(header) + (frame(body) if header.get("body") else b""))
 
 
-def _caller_gone(jobs: Sequence[_Job], fixed_roots: set[str]) -> None:
+def _caller_gone(jobs: Sequence[_Job], leftovers: set[str]) -> None:
     """The caller closed its end: it is done, or it was killed. Its runs in flight are
     stopped (each job ends its run as at the deadline: kill, reap, sweep), and the
-    directories a killed caller could not remove go: the runs' work dirs and the fixed
-    roots. A job that does not end within a few seconds is killed."""
+    directories a killed caller could not remove go: the runs' work dirs, those of runs that
+    ended before it could remove them, and the fixed roots (``leftovers``). A job that does
+    not end within a few seconds is killed."""
     for job in jobs:
         os.close(job.answer_r)  # nobody reads answers now: a job's write fails at once
         if job.stop_w >= 0:
@@ -186,7 +196,7 @@ def _caller_gone(jobs: Sequence[_Job], fixed_roots: set[str]) -> None:
             os.kill(pid, signal.SIGKILL)
         with contextlib.suppress(ChildProcessError):
             os.waitpid(pid, 0)
-    for path in (*(job.work_dir for job in jobs), *fixed_roots):
+    for path in (*(job.work_dir for job in jobs), *leftovers):
         if path:
             shutil.rmtree(path, ignore_errors=True)
             if os.path.lexists(path) and subids.existing() is not None:

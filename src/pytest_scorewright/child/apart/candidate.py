@@ -505,13 +505,16 @@ def _describe_warning_class(category: type, server: CandidateServer) -> Any:
     return {"ref": server.ref(category)}
 
 
-_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+#: This package's files (child/apart/candidate.py is three levels down): never shown.
+_OURS = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))) + os.sep
 
 
 def _candidate_traceback(exc: BaseException) -> str:
     """Where in the candidate's code it raised: the last frames, without our own."""
     frames = [
-        f for f in traceback.extract_tb(exc.__traceback__) if not f.filename.startswith(_OURS)
+        f
+        for f in traceback.extract_tb(exc.__traceback__)
+        if not f.filename.startswith((_OURS, "<frozen "))
     ]
     return "".join(traceback.format_list(frames[-8:]))
 

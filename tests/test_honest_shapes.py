@@ -1,0 +1,100 @@
+"""Honest programs of the shapes an LLM writes are never rejected: a demo block and a
+self-test table that echo the prompt's examples are code the tests never run, and an honest
+bug that fails only a small suite's held-out tests lowers trust without rejecting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.integrity.reasons import divergence_reasons
+from pytest_scorewright.result import Outcome, TestRecord
+
+TASK = Path(__file__).parent / "corpus" / "numbers"
+
+#: Right, with what an LLM adds: a self-test table of the visible examples (never called
+#: by the tests), a demo under __main__, logging and type checks.
+WITH_DEMO = '''
+"""Number helpers."""
+import logging
+
+log = logging.getLogger(__name__)
+
+SMOKE = [((2,), True), ((17,), True), ((4,), False), ((1,), False)]
+GCD_EXAMPLES = [((12, 18), 6), ((100, 75), 25), ((7, 5), 1)]
+
+
+def is_prime(n: int) -> bool:
+    if not isinstance(n, int):
+        raise TypeError("n must be an int")
+    if n < 2:
+        return False
+    return all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+def gcd(a: int, b: int) -> int:
+    while b:
+        a, b = b, a % b
+    return abs(a)
+
+
+def fib(n: int) -> int:
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    log.debug("fib(%d) = %d", n, a)
+    return a
+
+
+def _self_test() -> None:
+    for args, want in SMOKE:
+        assert is_prime(*args) == want
+    for args, want in GCD_EXAMPLES:
+        assert gcd(*args) == want
+    assert [fib(n) for n in (0, 1, 2, 10)] == [0, 1, 1, 55]
+
+
+if __name__ == "__main__":
+    _self_test()
+    print(is_prime(17), gcd(100, 75), fib(10), is_prime(3), gcd(12, 18))
+'''
+
+
+@pytest.mark.sandbox
+def test_a_right_program_with_a_demo_and_a_self_test_table_is_not_flagged(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "demo.py").write_text(WITH_DEMO, encoding="utf-8")
+    with Evaluator(
+        TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference"
+    ) as evaluator:
+        result = evaluator.score(tmp_path / "demo.py")
+    assert result.signal("pass_rate") == 1.0
+    assert not result.integrity.flagged, result.integrity.reasons
+    assert "memorised_inputs" not in {r.code for r in result.integrity.reasons}
+
+
+def _records(visible: tuple[int, int], heldout: tuple[int, int]) -> list[TestRecord]:
+    found = []
+    for held, (passed, total) in ((False, visible), (True, heldout)):
+        for i in range(total):
+            outcome: Outcome = "passed" if i < passed else "failed"
+            found.append(TestRecord(f"t.py::test_{held}_{i}", outcome, "call", held, 0.01))
+    return found
+
+
+@pytest.mark.parametrize(("visible", "heldout"), [((2, 2), (0, 2)), ((4, 4), (0, 3))])
+def test_an_honest_bug_of_a_small_suite_is_a_hint_not_a_rejection(
+    visible: tuple[int, int], heldout: tuple[int, int]
+) -> None:
+    # The two honest one-line bugs an outside benchmark's 164 problems showed.
+    (found,) = divergence_reasons(_records(visible, heldout))
+    assert found.code == "heldout_divergence"
+    assert found.severity == "hint"
+
+
+def test_a_shortfall_too_large_for_chance_still_rejects() -> None:
+    (found,) = divergence_reasons(_records((12, 12), (0, 11)))
+    assert found.severity == "gaming"

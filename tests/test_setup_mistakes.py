@@ -1,0 +1,77 @@
+"""A setup mistake is refused with one line that names it and the fix, never turned into
+thousands of zero scores."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.limits import Limits
+
+
+def _task(root: Path) -> None:
+    (root / "tests").mkdir()
+    (root / "tests" / "test_topk.py").write_text(
+        "from topk import top_k\n\ndef test_a():\n    assert top_k([1, 1, 2], 1) == [1]\n",
+        encoding="utf-8",
+    )
+    (root / "reference").mkdir()
+    (root / "reference" / "topk.py").write_text(
+        "def top_k(xs, k):\n    return sorted(set(xs), key=xs.count, reverse=True)[:k]\n",
+        encoding="utf-8",
+    )
+    (root / "candidate.py").write_text((root / "reference" / "topk.py").read_text())
+
+
+def _score(root: Path, *extra: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pytest_scorewright.cli",
+            "score",
+            str(root / "candidate.py"),
+            "--tests",
+            str(root / "tests"),
+            "--reference",
+            str(root / "reference"),
+            "--out",
+            str(root / "r.json"),
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+@pytest.mark.sandbox
+def test_a_module_name_the_tests_never_import_is_refused_with_the_likely_one(
+    tmp_path: Path,
+) -> None:
+    _task(tmp_path)
+    wrong = _score(tmp_path)
+    assert wrong.returncode == 2
+    assert wrong.stderr.count("\n") == 1, wrong.stderr
+    assert "did you mean --module topk" in wrong.stderr
+    assert not (tmp_path / "r.json").exists()
+    right = _score(tmp_path, "--module", "topk")
+    assert right.returncode == 0, right.stderr
+    assert "1/1 passed" in right.stderr
+
+
+@pytest.mark.parametrize(
+    ("limits", "says"),
+    [
+        ({"memory_mb": 5}, "memory_mb 5 is less than"),
+        ({"timeout_s": 5, "test_timeout_s": 100}, "longer than the whole budget"),
+    ],
+)
+def test_impossible_limits_are_refused(limits: dict[str, float], says: str) -> None:
+    with pytest.raises(ConfigError, match=says):
+        Limits(**limits)  # type: ignore[arg-type]
