@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.integrity.reasons import divergence_reasons
 from pytest_scorewright.result import Outcome, TestRecord
 
@@ -98,3 +99,58 @@ def test_an_honest_bug_of_a_small_suite_is_a_hint_not_a_rejection(
 def test_a_shortfall_too_large_for_chance_still_rejects() -> None:
     (found,) = divergence_reasons(_records((12, 12), (0, 11)))
     assert found.severity == "gaming"
+
+
+FORKS_AT_IMPORT = """
+import os
+
+for _ in range(400):
+    try:
+        pid = os.fork()
+    except OSError:
+        break
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def is_prime(n):
+    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
+
+
+def gcd(a, b):
+    while b:
+        a, b = b, a % b
+    return abs(a)
+
+
+def fib(n):
+    a, b = 0, 1
+    for _ in range(n):
+        a, b = b, a + b
+    return a
+"""
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("isolation", ["auto", "in-process"])
+def test_a_right_program_that_forks_hundreds_of_processes_scores_below_a_clean_one(
+    tmp_path: Path, isolation: str
+) -> None:
+    (tmp_path / "forks.py").write_text(FORKS_AT_IMPORT, encoding="utf-8")
+    with Evaluator(
+        TASK / "tests",
+        heldout=TASK / "heldout",
+        reference=TASK / "reference",
+        isolation=isolation,
+    ) as evaluator:
+        clean = evaluator.score(TASK / "reference" / "solution.py")
+        forks = evaluator.score(tmp_path / "forks.py")
+    # It passes every test (on a loaded machine its slow import may also be import_time_work).
+    assert all(t.outcome == "passed" for t in forks.tests)
+    assert "starts_processes" in {r.code for r in forks.integrity.reasons}
+    fitness = Fitness()
+    clean_score, forks_score = fitness.evaluate(clean).score, fitness.evaluate(forks).score
+    assert clean_score is not None
+    assert forks_score is not None
+    assert forks_score < clean_score

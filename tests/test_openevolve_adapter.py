@@ -211,7 +211,8 @@ def _slow_evaluation_file(tmp_path: Path, retries: int) -> Path:
     path.write_text(
         "from pytest_scorewright.openevolve import evaluator\n"
         f"_ev = evaluator({str(task / 'tests')!r}, heldout={str(task / 'heldout')!r},\n"
-        f"               reference={str(task / 'reference')!r}, timeout=20, retries={retries})\n"
+        f"               reference={str(task / 'reference')!r}, timeout=20, retries={retries},\n"
+        "               test_timeout=10)\n"  # its first call sleeps 3 s: not a hang
         "evaluate, evaluate_stage1, evaluate_stage2 = "
         "_ev.evaluate, _ev.evaluate_stage1, _ev.evaluate_stage2\n"
     )

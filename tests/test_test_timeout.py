@@ -96,21 +96,49 @@ def test_a_hanging_test_costs_one_test_and_the_run_goes_on(
 
 
 @pytest.mark.sandbox
-def test_the_budget_still_bounds_a_candidate_whose_every_test_hangs(tmp_path: Path) -> None:
+def test_the_budget_still_bounds_a_candidate_that_outlives_the_per_test_limit(
+    tmp_path: Path,
+) -> None:
     tests, reference = _task(tmp_path)
     candidate = tmp_path / "candidate.py"
-    candidate.write_text("def work(x):\n    while True:\n        pass\n", encoding="utf-8")
+    # pytest-timeout's alarm ignored in the test process (so in process: apart, the test
+    # process's own alarm ends the wait): only the run's deadline can end this.
+    candidate.write_text(
+        "import signal\n\ndef work(x):\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n"
+        "    while True:\n        pass\n",
+        encoding="utf-8",
+    )
     with Evaluator(
-        tests, reference=reference, limits=Limits(timeout_s=3.5, test_timeout_s=1)
+        tests,
+        reference=reference,
+        limits=Limits(timeout_s=3.5, test_timeout_s=1),
+        isolation="in-process",
     ) as ev:
         result = ev.score(candidate)
     assert not result.ok
     assert result.error is not None
     assert "timed out after" in result.error
     outcomes = list(_outcomes(result).values())
-    assert outcomes[0] == "timeout"  # cut by its own limit
-    assert outcomes[-1] in ("timeout", "not_run")  # the budget ran out first or meanwhile
+    assert outcomes[0] == "timeout"  # cut by the run's deadline
     assert "passed" not in outcomes
+
+
+@pytest.mark.sandbox
+def test_a_candidate_whose_every_test_hangs_costs_two_per_test_limits(tmp_path: Path) -> None:
+    # The default per-test limit follows the reference (ten times its slowest test, at least
+    # a second), and the run stops after two timeouts: the tests left say why.
+    tests, reference = _task(tmp_path)
+    candidate = tmp_path / "candidate.py"
+    candidate.write_text("def work(x):\n    while True:\n        pass\n", encoding="utf-8")
+    with Evaluator(tests, reference=reference) as ev:
+        assert ev.limits.test_seconds == 1.0
+        result = ev.score(candidate)
+    assert result.error is None, result.error  # a hang is the tests' failure, not the run's
+    records = list(result.tests)
+    assert [r.outcome for r in records] == ["timeout", "timeout", "not_run", "not_run"]
+    assert "stopped after 2 tests timed out" in (records[-1].message or "")
+    assert result.limits is not None
+    assert result.limits["test_timeout_s"] == 1.0
 
 
 @pytest.mark.sandbox

@@ -29,18 +29,13 @@ from pytest_scorewright.sandbox.workspace import require_candidate, require_dir,
 from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.assemble import assemble, infrastructure_result, unscored_result
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
-from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite
+from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, message_cap
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
 from pytest_scorewright.suite.collect import module_name_mistake
 from pytest_scorewright.warm.parent import WarmParent, take_prestarted
 
 #: The ``isolation`` choices (docs/isolation.md).
 ISOLATIONS = references.ISOLATIONS
-#: A candidate's run may send at least this many messages, and this many a test: the
-#: parent spends ~16 us on each after the run, so the cap keeps that well within the grace
-#: period for any suite whose reference fits in it.
-_MESSAGE_FLOOR = 20_000
-_MESSAGES_A_TEST = 10
 
 
 class Evaluator:
@@ -130,9 +125,17 @@ class Evaluator:
                 baseline=settings.reference_baseline,
                 objectives=self._objectives,
             )
+            self._calibrate(settings.limits.calibrated(self._reference.slowest_test_s))
         except BaseException:
             self.close()
             raise
+
+    def _calibrate(self, limits: Limits) -> None:
+        """Candidates' runs take these limits (the per-test one from the reference's)."""
+        self._settings = dataclasses.replace(self._settings, limits=limits)
+        self._runner.limits = limits
+        planner = self._runner.planner
+        planner.settings = dataclasses.replace(planner.settings, limits=limits)
 
     # -- what it is --------------------------------------------------------------------------
 
@@ -334,14 +337,10 @@ class Evaluator:
         # The reference's runs are trusted: as much as they send.
         return [
             dataclasses.replace(
-                s, max_messages=MAX_MESSAGES if trusted else self._message_cap(s.name, s.expected)
+                s,
+                max_messages=MAX_MESSAGES
+                if trusted
+                else message_cap(self._reference.messages.get(s.name, 0), s),
             )
             for s in suites
         ]
-
-    def _message_cap(self, suite: str, expected: Expected) -> int:
-        """Most messages a candidate's run of ``suite`` may send: what its tests need
-        (three a test, room for subtests and anchored values; twice what the reference
-        sent), so the parent's work after a run stays proportional to the suite's."""
-        sent = self._reference.messages.get(suite, 0)
-        return min(MAX_MESSAGES, max(_MESSAGE_FLOOR, _MESSAGES_A_TEST * len(expected), 2 * sent))

@@ -100,6 +100,10 @@ class PassRate:
         return {"score": metrics.get(config["rate"], 0.0), "details": {}}
 
 
+#: Evidence that a program abused the sandbox (it passes, but a loop must not keep it over a
+#: clean program): the ``sandbox_abuse`` metric, which ``weighted`` penalises.
+SANDBOX_ABUSE = frozenset({"starts_processes"})
+
 #: Keys of ``weighted`` that weigh an objective: ``objective_<name>`` (any sign).
 OBJECTIVE_PREFIX = "objective_"
 
@@ -107,7 +111,7 @@ OBJECTIVE_PREFIX = "objective_"
 class Weighted:
     """``combined_score`` = success_bonus·[all passed] + pass_rate_weight·pass_rate
     + coverage_weight·line_coverage - time_penalty·seconds - token_penalty·tokens
-    + speedup_weight·speedup - bench_penalty·bench_median_s
+    + speedup_weight·speedup - bench_penalty·bench_median_s - sandbox_penalty·sandbox_abuse
     + Σ objective_<name>·(signal objective_<name>), clamped at 0. An unmeasured signal adds
     nothing. Objective weights may be negative (for an objective where lower is better)."""
 
@@ -120,6 +124,12 @@ class Weighted:
         "token_penalty": Option(0.0, "subtracted per LLM token (meta tokens_*)", minimum=0.0),
         "speedup_weight": Option(0.0, "weight of speedup over the reference", minimum=0.0),
         "bench_penalty": Option(0.0, "subtracted per second of bench_median_s", minimum=0.0),
+        "sandbox_penalty": Option(
+            0.5,
+            "subtracted when the program abused the sandbox (sandbox_abuse: hundreds of "
+            "processes); a program that does must not tie with a clean one",
+            minimum=0.0,
+        ),
         "rate": PassRate.options["rate"],
     }
     #: Keys by prefix: the weight of each objective's signal.
@@ -136,6 +146,7 @@ class Weighted:
             "coverage": config["coverage_weight"] * metrics.get("line_coverage", 0.0),
             "time": -config["time_penalty"] * metrics.get("duration_s", 0.0),
             "tokens": -config["token_penalty"] * metrics.get("tokens", 0.0),
+            "sandbox": -config["sandbox_penalty"] * metrics.get("sandbox_abuse", 0.0),
         }
         if config["speedup_weight"]:
             parts["speedup"] = config["speedup_weight"] * metrics.get("speedup", 0.0)
@@ -254,6 +265,8 @@ class Fitness:
         if applicable:
             metrics["all_passed"] = 1.0 if all(t.passed for t in applicable) else 0.0
         metrics.update(cost_metrics(meta or {}, self.prices))
+        abuse = {r.code for r in result.integrity.reasons} & SANDBOX_ABUSE
+        metrics["sandbox_abuse"] = 1.0 if abuse else 0.0
         return metrics
 
     def evaluate(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
@@ -11,6 +11,11 @@ from pytest_scorewright.errors import ConfigError
 #: Longest default per-test limit: real suites' slowest tests (property-based, numeric) take
 #: a few seconds; a hang is cut here.
 TEST_TIMEOUT_MAX_S = 10.0
+#: The per-test limit a reference calibrates (Limits.calibrated): this many times its slowest
+#: test, at least TEST_TIMEOUT_FLOOR_S, so that a loaded machine does not turn an honest slow
+#: test into a timeout, and a hang costs about a second a test, not ten.
+TEST_TIMEOUT_FACTOR = 10.0
+TEST_TIMEOUT_FLOOR_S = 1.0
 #: Least address space accepted. A run is forked with the interpreter already mapped, so a
 #: trivial suite passes even at 1 MiB (measured), but any real work's first allocations fail
 #: below a few tens of MiB: a value under this is a slip (5 for 5000), refused at setup.
@@ -47,9 +52,11 @@ class Limits:
     #: Time after a run's deadline for the parent to collect the killed child.
     grace_s: float = 1.0
     #: Wall-clock limit of one test (setup, call and teardown), through pytest-timeout: the
-    #: test records ``timeout`` and the run goes on, so one hang costs one test, not the
-    #: rest of the budget. None means a quarter of ``timeout_s``, at most
-    #: :data:`TEST_TIMEOUT_MAX_S`; 0 turns it off (the budget alone bounds a hang).
+    #: test records ``timeout`` and the run goes on (until two have: protocol/wire.py,
+    #: MAX_TIMEOUTS). None means a quarter of ``timeout_s``, at most
+    #: :data:`TEST_TIMEOUT_MAX_S`, which an Evaluator with a reference then narrows to ten
+    #: times its slowest test (:meth:`calibrated`); 0 turns it off (the budget alone bounds a
+    #: hang).
     test_timeout_s: float | None = None
     #: With the candidate in a process of its own: a run's processes (the tests, the
     #: candidate, what they start) share one CPU, when one is free of the evaluator's other
@@ -100,6 +107,15 @@ class Limits:
         if self.test_timeout_s is not None:
             return float(self.test_timeout_s)
         return round(min(TEST_TIMEOUT_MAX_S, self.timeout_s / 4), 3)
+
+    def calibrated(self, slowest_test_s: float | None) -> Limits:
+        """These limits with the per-test limit set from the reference's slowest test (its
+        parent-measured time), where the caller set none: :data:`TEST_TIMEOUT_FACTOR` times
+        it, at least :data:`TEST_TIMEOUT_FLOOR_S`, never more than the default."""
+        if self.test_timeout_s is not None or slowest_test_s is None:
+            return self
+        seconds = max(TEST_TIMEOUT_FLOOR_S, TEST_TIMEOUT_FACTOR * slowest_test_s)
+        return replace(self, test_timeout_s=round(min(seconds, self.test_seconds), 3))
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)

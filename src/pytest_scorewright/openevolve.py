@@ -186,12 +186,17 @@ def evaluator(
     retries: int = 1,
     objectives: Mapping[str, Any] | None = None,
     isolation: str = "auto",
+    test_timeout: float | None = None,
+    **options: Any,
 ) -> ScorewrightOpenEvolve:
     """The warm evaluator for this process: built once per configuration, reused by every
     re-import of the evaluation file and by every worker thread. ``objectives`` as for
     :class:`~pytest_scorewright.evaluator.Evaluator` (name -> ``"PATH:FUNCTION"``...): each
     becomes the metric ``scorewright_objective_<name>``, and with ``fitness="objective"``
-    (``fitness_config={"objective": name}``) the ``combined_score``."""
+    (``fitness_config={"objective": name}``) the ``combined_score``. ``test_timeout`` is
+    ``Limits.test_timeout_s``; any other :class:`~pytest_scorewright.evaluator.Evaluator`
+    option (``plugins``, ``ini``, ``preload``, ``env``, ``require_isolation``, ``repeats``...)
+    is passed on as it is."""
     if not 0 < stage1_fraction <= 1:
         raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
     key = (
@@ -211,6 +216,8 @@ def evaluator(
         retries,
         tuple(sorted((k, repr(v)) for k, v in (objectives or {}).items())),
         isolation,
+        test_timeout,
+        tuple(sorted((k, repr(v)) for k, v in options.items())),
         os.getpid(),  # a forked worker process builds its own
     )
     with _cache_lock:
@@ -221,12 +228,13 @@ def evaluator(
                 heldout=heldout,
                 reference=reference,
                 module=module,
-                limits=Limits(timeout_s=timeout, memory_mb=memory_mb),
+                limits=Limits(timeout_s=timeout, memory_mb=memory_mb, test_timeout_s=test_timeout),
                 fail_closed=fail_closed,
                 warn_only=warn_only,
                 support_files=support_files,
                 objectives=objectives,
                 isolation=isolation,
+                **options,
             )
             _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta, retries)
         return _cache[key]

@@ -88,6 +88,10 @@ def own_identities() -> tuple[tuple[str, str, str], ...]:
 _PROTECTED_PREFIXES = ("_pytest", "pytest", "pluggy", "pytest_scorewright", "time")
 #: Findings a run may send (each test sends at most one per code); then ``findings_capped``.
 _MAX_FINDINGS = 5000
+#: Processes candidate code may start in one run before it is evidence (``starts_processes``,
+#: a hint that fitness functions penalise: a program that forks hundreds of processes at
+#: import must not tie with a clean one).
+MANY_PROCESSES = 16
 #: The audit event the reporter raises at the end of every test (reporter.py).
 CANARY_EVENT = "scorewright.canary"
 #: Standard-library modules whose functions tests use as oracles; snapshotted with the
@@ -162,6 +166,8 @@ class Monitor:
         self.conftests: list[str] = []
         #: Standard-library (module, name) -> the function at snapshot time.
         self.stdlib: dict[tuple[str, str], object] = {}
+        #: Processes candidate code started in this run (fork, spawn, subprocess, system).
+        self.processes = 0
         #: Made-up file names (``<mine>``) the candidate compiled code under.
         self.pseudo: set[str] = set()
         self.trusted_roots = _trusted_roots(self.tests_dir)
@@ -541,6 +547,14 @@ def _on_import(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
         m.finding("imports_test_machinery", f"{where} imported {name}")
 
 
+def _on_process(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
+    m.processes += 1
+    if m.processes == MANY_PROCESSES + 1:  # once a run: the count is the evidence
+        m.finding(
+            "starts_processes", f"{where} started more than {MANY_PROCESSES} processes in one run"
+        )
+
+
 def _on_ctypes(m: Monitor, where: str, args: tuple[Any, ...]) -> None:
     m.finding("raw_memory_access", f"{where} used ctypes to read or write memory")
 
@@ -627,6 +641,12 @@ _HANDLERS: dict[str, Callable[[Monitor, str, tuple[Any, ...]], None]] = {
     "code.__new__": _on_code_new,
     "exec": _on_exec,
     "marshal.loads": _on_marshal,
+    "os.fork": _on_process,
+    "os.forkpty": _on_process,
+    "os.posix_spawn": _on_process,
+    "os.spawn": _on_process,
+    "os.system": _on_process,
+    "subprocess.Popen": _on_process,
     "marshal.load": _on_marshal,
 }
 

@@ -40,6 +40,8 @@ class ChildReporter:
         self.monitor = monitor
         self.plugins_before: set[int] = set()
         self.config: pytest.Config | None = None
+        self.session: pytest.Session | None = None
+        self.timeouts = 0
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
@@ -50,6 +52,7 @@ class ChildReporter:
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
         # Test modules (and so the candidate) are imported from here on.
+        self.session = session
         self.plugins_before = {id(p) for p in session.config.pluginmanager.get_plugins()}
         if self.monitor is not None:
             self.monitor.take_snapshot()
@@ -97,7 +100,14 @@ class ChildReporter:
             # The monitor answers through its audit hook, before the parent sees the test end.
             _audit(CANARY_EVENT, report.nodeid)
             recheck.new_test()
-        send(self.fd, {"type": wire.REPORT, **reduce_report(report).to_wire()})
+        reduced = reduce_report(report)
+        send(self.fd, {"type": wire.REPORT, **reduced.to_wire()})
+        if reduced.timed_out and not reduced.subtest:
+            self.timeouts += 1
+            if self.timeouts >= wire.MAX_TIMEOUTS and self.session is not None:
+                # Ends the run as -x does (exit status 1, tests failed): the parent marks the
+                # tests left not_run and says why.
+                self.session.shouldfail = f"{self.timeouts} tests timed out"
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         text = str(getattr(excinfo.value, "msg", "") or excinfo.value)

@@ -113,8 +113,8 @@ def add_evaluator_options(p: argparse.ArgumentParser) -> None:
         type=non_negative_float,
         default=None,
         metavar="SECONDS",
-        help="Limit of one test (pytest-timeout); 0 for none (default: a quarter of "
-        "--timeout, at most 10)",
+        help="Limit of one test (pytest-timeout); 0 for none (default: ten times the "
+        "reference's slowest test, at least 1, at most a quarter of --timeout and 10)",
     )
     p.add_argument(
         "--reference-baseline",

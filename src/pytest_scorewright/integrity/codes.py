@@ -183,6 +183,12 @@ CODES: Mapping[str, Code] = {
     "writes_outside": Code(
         _H, "monitor", "tried to write outside its directory and HOME (the sandbox refuses)"
     ),
+    "starts_processes": Code(
+        _H,
+        "monitor",
+        "started more than 16 processes in one run (fork, spawn, subprocess): abuse of the "
+        "sandbox the weighted fitness penalises (sandbox_penalty)",
+    ),
     "atexit_registered": Code(_H, "monitor", "registered an atexit handler (never run)"),
     "background_threads": Code(_H, "monitor", "threads it started were still running at the end"),
     "findings_capped": Code(_H, "monitor", "the monitor stopped after too many findings"),

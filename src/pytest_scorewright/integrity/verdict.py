@@ -21,6 +21,7 @@ that matches what the parent received, or the run counts as tampered with.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import re
 import signal as _signal
@@ -224,6 +225,7 @@ def judge(
         for record in ev.tracker.records()
         if record.nodeid in ev.expected
     ]
+    records = _say_why_not_run(records)
     if ev.findings_dropped:
         ev.note(
             "findings_capped",
@@ -664,6 +666,19 @@ def _signal_name(number: int) -> str:
         "SIGXFSZ": " (file size limit exceeded)",
     }.get(name, "")
     return name + hint
+
+
+def _say_why_not_run(records: list[TestRecord]) -> list[TestRecord]:
+    """After wire.MAX_TIMEOUTS timeouts the run stops (child/reporter.py): the tests it left
+    say so, so a hang reads as one, not as a crash."""
+    timeouts = sum(r.outcome == "timeout" for r in records)
+    if timeouts < wire.MAX_TIMEOUTS:
+        return records
+    why = f"not run: the run stopped after {timeouts} tests timed out (a hang costs seconds)"
+    return [
+        dataclasses.replace(r, message=why) if r.outcome == "not_run" and not r.message else r
+        for r in records
+    ]
 
 
 def _with_parent_duration(

@@ -312,6 +312,11 @@ SANDBOX_ERROR = "sandbox_error"
 OVERSIZE = "oversize"
 CTL = "ctl"
 
+#: A run stops after this many of its tests time out (the child's reporter asks pytest to
+#: stop, as -x does): later tests calling into the same hang would each cost the per-test
+#: limit. The tests left are ``not_run``, with the reason (integrity/verdict.py).
+MAX_TIMEOUTS = 2
+
 #: The warm parent's requests (warm/parent.py asks, warm/server.py answers): run a spec,
 #: stop a run; and its one answer, a run done (with its outcome, or an error).
 WARM_RUN = "run"

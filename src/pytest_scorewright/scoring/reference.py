@@ -67,6 +67,8 @@ class Reference:
     messages: Mapping[str, int] = dataclasses.field(default_factory=dict)
     #: The suite's literals, for the memorised-inputs evidence.
     literals: SuiteLiterals | None = None
+    #: The reference's slowest test, by the parent's clock (the per-test limit follows it).
+    slowest_test_s: float | None = None
 
     def failures(self) -> int:
         """Tests the reference fails (as a baseline: not applicable to any candidate)."""
@@ -240,6 +242,10 @@ def _take(
         objectives=_objective_values(objectives, submitted, runs.runs),
         messages=dict(runs.messages),
         literals=suite_literals(tests, source),
+        slowest_test_s=max(
+            (r.duration_s for _, v in runs.runs for r in v.records if r.duration_s is not None),
+            default=None,
+        ),
     )
 
 

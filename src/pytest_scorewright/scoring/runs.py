@@ -28,6 +28,11 @@ from pytest_scorewright.warm.parent import WarmParent
 PATIENCE_S = 60.0
 #: How long a stopped run may take to end (kill, reap, sweep) before it is given up.
 _STOP_WAIT_S = 10.0
+#: A candidate's run may send at least this many messages, and this many a test: the
+#: parent spends ~16 us on each after the run, so the cap keeps that well within the grace
+#: period for any suite whose reference fits in it.
+_MESSAGE_FLOOR = 20_000
+_MESSAGES_A_TEST = 10
 #: Expected test ids and held-out marks of one suite.
 Expected = Sequence[tuple[str, bool]]
 #: One run as judged: the parent's verdict, and what the parent observed.
@@ -45,6 +50,14 @@ class Suite:
     max_messages: int = MAX_MESSAGES
     #: More pytest arguments for its runs (the reference's trial apart stops at a failure).
     extra_args: tuple[str, ...] = ()
+
+
+def message_cap(reference_sent: int, suite: Suite) -> int:
+    """Most messages a candidate's run of ``suite`` may send: what its tests need (three a
+    test, room for subtests and anchored values; twice what the reference's run sent), so
+    the parent's work after a run stays proportional to the suite's."""
+    floor = max(_MESSAGE_FLOOR, _MESSAGES_A_TEST * len(suite.expected), 2 * reference_sent)
+    return min(MAX_MESSAGES, floor)
 
 
 class Runner:
