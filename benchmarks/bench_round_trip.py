@@ -56,7 +56,9 @@ def measure(lengths: list[int], runs: int, isolation: str) -> dict[int, list[tup
         (root / "tests").mkdir()
         (root / "tests" / "test_work.py").write_text(TESTS.format(lengths=lengths))
         (root / "solution.py").write_text(CANDIDATE)
-        with Evaluator(root / "tests", reference=root / "solution.py", isolation=isolation) as ev:
+        with Evaluator(
+            root / "tests", reference=root / "solution.py", isolation=isolation, dedupe=False
+        ) as ev:
             for _ in range(runs):
                 result = ev.score(root / "solution.py")
                 for record in result.tests:

@@ -43,7 +43,9 @@ def main() -> int:
         tests, heldout = _suite(root, "tests", 10, 0), _suite(root, "heldout", 5, 100)
         for name, source in CANDIDATES.items():
             (root / f"{name.replace(' ', '_')}.py").write_text(source, encoding="utf-8")
-        with Evaluator(tests, heldout=heldout, reference=root / "right.py") as evaluator:
+        with Evaluator(
+            tests, heldout=heldout, reference=root / "right.py", dedupe=False
+        ) as evaluator:
             print(f"per-test limit: {evaluator.limits.test_seconds:g} s (calibrated)")
             for name in CANDIDATES:
                 times = []

@@ -66,7 +66,9 @@ def main() -> int:
         f"{'done':>6} {'seconds':>8} {'caller MB':>10} {'warm MB':>8} {'caller fds':>11} "
         f"{'warm fds':>9} {'temp dirs':>10} {'sandbox procs':>14}"
     )
-    with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
+    with Evaluator(
+        TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference", dedupe=False
+    ) as ev:
         assert ev._runner.warm is not None
         warm = ev._runner.warm._proc.pid
         started = time.monotonic()

@@ -65,7 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         # In process: apart, the candidate's writes reach only its call channel (and end its
         # process as forged_message), never the parent's pipe that this measures.
         evaluator = Evaluator(
-            root / "tests", reference=root / "solution.py", limits=limits, isolation="in-process"
+            root / "tests",
+            reference=root / "solution.py",
+            limits=limits,
+            isolation="in-process",
+            dedupe=False,
         )
         print(f"timeout {args.timeout:g}s, grace {args.grace:g}s", flush=True)
         for label, attack in ATTACKS.items():

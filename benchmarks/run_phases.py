@@ -70,7 +70,7 @@ def main() -> int:
     if not tests.is_dir() or not reference.exists():
         raise SystemExit(f"error: {args.task} needs tests/ and reference/; see the docstring")
     candidate = args.candidate or next(reference.glob("*.py"))
-    with Evaluator(tests, reference=reference) as ev:
+    with Evaluator(tests, reference=reference, dedupe=False) as ev:
         samples = [phases(ev, candidate) for _ in range(args.runs + 2)][2:]
     print(f"one visible run of {tests} ({candidate.name}), median of {args.runs}:")
     for name in samples[0]:

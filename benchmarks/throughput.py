@@ -80,6 +80,7 @@ class Task:
             reference=self.reference,
             module=self.module,
             limits=Limits(one_cpu=one_cpu),
+            dedupe=False,  # rounds score the same candidates again
         )
 
 

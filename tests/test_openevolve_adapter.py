@@ -43,7 +43,8 @@ def evaluation_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path.write_text(
         "from pytest_scorewright.openevolve import evaluator\n"
         f"_ev = evaluator({str(TASK / 'tests')!r}, heldout={str(TASK / 'heldout')!r},\n"
-        f"               reference={str(TASK / 'reference')!r}, timeout=8)\n"
+        f"               reference={str(TASK / 'reference')!r}, timeout=8,\n"
+        "               dedupe=False)\n"  # the same programs are scored again on purpose
         "evaluate, evaluate_stage1, evaluate_stage2 = "
         "_ev.evaluate, _ev.evaluate_stage1, _ev.evaluate_stage2\n"
     )
@@ -212,7 +213,7 @@ def _slow_evaluation_file(tmp_path: Path, retries: int) -> Path:
         "from pytest_scorewright.openevolve import evaluator\n"
         f"_ev = evaluator({str(task / 'tests')!r}, heldout={str(task / 'heldout')!r},\n"
         f"               reference={str(task / 'reference')!r}, timeout=20, retries={retries},\n"
-        "               test_timeout=10)\n"  # its first call sleeps 3 s: not a hang
+        "               test_timeout=10, dedupe=False)\n"  # first call sleeps 3 s: no hang
         "evaluate, evaluate_stage1, evaluate_stage2 = "
         "_ev.evaluate, _ev.evaluate_stage1, _ev.evaluate_stage2\n"
     )

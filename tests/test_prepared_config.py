@@ -71,7 +71,7 @@ def test_a_suite_conftest_works_and_is_never_imported_by_the_warm_parent(tmp_pat
             return 2
         """,
     )
-    with Evaluator(tests, reference=reference) as ev:
+    with Evaluator(tests, reference=reference, dedupe=False) as ev:
         good, bad = ev.score(reference), ev.score(wrong)
     assert _config_mode(good) == PREPARED
     assert good.signal("pass_rate") == 1.0
@@ -285,7 +285,7 @@ def test_the_suites_rewritten_bytecode_is_made_once_and_read_by_pytest(tmp_path:
         assert _read_pyc(source, copy / relative) is not None
     # And a run uses it: bytecode from other source, under the real source's hash, changes
     # what the test does (this is a test of the mechanism; the cache is never built so).
-    with Evaluator(tests, reference=reference) as ev:
+    with Evaluator(tests, reference=reference, dedupe=False) as ev:
         assert ev.score(wrong).signal("pass_rate") == 0.5
         other = tmp_path / "other"
         other.mkdir()

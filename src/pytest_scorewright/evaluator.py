@@ -24,10 +24,11 @@ from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox import guarantees, host
-from pytest_scorewright.sandbox.plan import RunPlanner, RunSettings
-from pytest_scorewright.sandbox.workspace import require_candidate, require_dir, require_support
+from pytest_scorewright.sandbox.plan import RunPlanner
+from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.assemble import assemble, infrastructure_result, unscored_result
+from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, message_cap
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
@@ -79,6 +80,7 @@ class Evaluator:
         path = settings.reference
         self._reference_path = require_candidate(path, "reference") if path else None
         self._file_mistake = module_name_mistake(suites, self._reference_path, settings.modules)
+        self._seen = SeenResults(settings.dedupe)
         self._policy = choose_policy(warn_only=settings.warn_only, fail_closed=settings.fail_closed)
         self.features = host.probe()
         self.use_namespaces = settings.namespaces and self.features.namespaces_unavailable is None
@@ -88,21 +90,7 @@ class Evaluator:
         if settings.warm:
             warm = take_prestarted(settings.preload) or WarmParent(settings.preload)
         planner = RunPlanner(
-            RunSettings(
-                module=settings.modules[0],
-                modules=settings.modules,
-                limits=settings.limits,
-                network=settings.network,
-                env=dict(settings.env),
-                plugins=settings.plugins,
-                workdir=require_dir(settings.workdir, "work directory")
-                if settings.workdir
-                else None,
-                support=tuple(require_support(p) for p in settings.support_files),
-                use_namespaces=self.use_namespaces,
-                features=self.features,
-                ini=dict(settings.ini),
-            ),
+            settings.run_settings(self.features, use_namespaces=self.use_namespaces),
             suites=suites,
             trusted=[*suites, *([self._reference_path] if self._reference_path else [])],
             warm=warm is not None,
@@ -125,17 +113,13 @@ class Evaluator:
                 baseline=settings.reference_baseline,
                 objectives=self._objectives,
             )
-            self._calibrate(settings.limits.calibrated(self._reference.slowest_test_s))
+            # Candidates' runs take the per-test limit the reference calibrates.
+            limits = settings.limits.calibrated(self._reference.slowest_test_s)
+            self._settings = dataclasses.replace(self._settings, limits=limits)
+            self._runner.calibrate(limits)
         except BaseException:
             self.close()
             raise
-
-    def _calibrate(self, limits: Limits) -> None:
-        """Candidates' runs take these limits (the per-test one from the reference's)."""
-        self._settings = dataclasses.replace(self._settings, limits=limits)
-        self._runner.limits = limits
-        planner = self._runner.planner
-        planner.settings = dataclasses.replace(planner.settings, limits=limits)
 
     # -- what it is --------------------------------------------------------------------------
 
@@ -198,21 +182,31 @@ class Evaluator:
             expected_visible = [e for e in expected_visible if e[0] in wanted]
         select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
         suites = self._suites(expected_visible, select, with_heldout=heldout)
+        key = self._seen.key(path, only, heldout)
+        if (seen := self._seen.get(key, path)) is not None:
+            return seen
         started = time.monotonic()
         try:
-            return self._score(path, suites)
+            result = self._score(path, suites)
+            self._seen.put(key, result)
+            return result
         except ConfigError:
             raise
-        except Exception as exc:
-            # Ours or the machine's, never the candidate's: this candidate gets a result that
-            # says so, and the next is scored (its warm parent started again if it died).
-            if isinstance(exc, InfrastructureError):
-                error = str(exc)
-            else:
-                error = f"scorewright failed ({type(exc).__name__}: {exc}); please report it"
+        except Exception as exc:  # ours or the machine's: said so, and the next is scored
+            error = (
+                str(exc)
+                if isinstance(exc, InfrastructureError)
+                else (f"scorewright failed ({type(exc).__name__}: {exc}); please report it")
+            )
             return infrastructure_result(
                 path, error, time.monotonic() - started, limits=self.limits
             )
+
+    def score_source(self, code: str, **options: Any) -> ScoreResult:
+        """Score program text (an RL environment's completion) as ``<module>.py``; ``options``
+        as for :meth:`score`."""
+        with source_file(code, self.module) as path:
+            return self.score(path, **options)
 
     def _score(self, path: Path, suites: Sequence[Suite]) -> ScoreResult:
         reference = self._reference

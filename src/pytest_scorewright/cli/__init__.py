@@ -34,6 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("candidate", metavar="CANDIDATE", help="A .py file or a directory")
     p.add_argument("--out", metavar="FILE", help="Write the result here (default: stdout)")
+    p.add_argument(
+        "--fail-under",
+        type=float,
+        metavar="RATE",
+        help="Exit 1 when the credited pass rate is below RATE (0-1), for CI",
+    )
     add_evaluator_options(p)
     add_fitness_options(p)
     p.set_defaults(func=commands.cmd_score)
@@ -83,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
     p.add_argument("results", nargs="+", metavar="RESULT.json")
+    p.add_argument("--failures", action="store_true", help="Also list each test that did not pass")
     p.set_defaults(func=commands.cmd_show)
     return parser
 
@@ -95,4 +102,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ScorewrightError as exc:
         print(f"scorewright: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("\nscorewright: interrupted", file=sys.stderr)
+        return 130
     return code

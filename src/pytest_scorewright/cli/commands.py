@@ -8,17 +8,17 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TextIO
 
+from pytest_scorewright.cli.options import evaluator_from_args, fitness_from_args
 from pytest_scorewright.errors import ConfigError, OutputPathError
 from pytest_scorewright.fitness import with_fitness
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
-from pytest_scorewright.results.summary import summary_lines
+from pytest_scorewright.results.summary import failure_lines, fitness_of, summary_lines
 from pytest_scorewright.schema import schema_text
 
-if TYPE_CHECKING:
-    pass
-from pytest_scorewright.cli.options import evaluator_from_args, fitness_from_args
+#: Seconds between progress lines where stderr is not a terminal (a log file, CI).
+PROGRESS_EVERY_S = 5.0
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -32,6 +32,9 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"{path}:")
         for line in summary_lines(result, out=None):
             print(f"  {line}")
+        if args.failures:
+            for line in failure_lines(result):
+                print(f"  {line}")
     return 0
 
 
@@ -70,7 +73,17 @@ def cmd_score(args: argparse.Namespace) -> int:
             print(line, file=sys.stderr)
     else:
         sys.stdout.write(result.to_json())
-    return 0
+    return _below(result, args.fail_under)
+
+
+def _below(result: ScoreResult, fail_under: float | None) -> int:
+    """``--fail-under``: exit 1 (for CI) when the credited pass rate is below it."""
+    rate = result.signal("pass_rate")
+    if fail_under is None or (rate is not None and rate >= fail_under):
+        return 0
+    shown = "unmeasured" if rate is None else f"{rate:.3f}"
+    print(f"scorewright: pass rate {shown} is below --fail-under {fail_under:g}", file=sys.stderr)
+    return 1
 
 
 def cmd_score_many(args: argparse.Namespace) -> int:
@@ -87,8 +100,9 @@ def cmd_score_many(args: argparse.Namespace) -> int:
     stream = _open_stream(args.jsonl)
     fitness, meta = fitness_from_args(args)
     progress = sys.stderr.isatty()
-    started = time.monotonic()
-    flagged = failed = ours = 0
+    started = last_line = time.monotonic()
+    flagged = failed = ours = done = 0
+    best: float | None = None
     try:
         with evaluator_from_args(args) as evaluator:
             for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
@@ -100,9 +114,27 @@ def cmd_score_many(args: argparse.Namespace) -> int:
                 flagged += result.integrity.flagged
                 failed += not result.ok
                 ours += result.infrastructure
+                score = fitness_of(judged)
+                best = score if score is not None and (best is None or score > best) else best
+                now = time.monotonic()
                 if progress:
                     line = f"\r[{done}/{len(paths)}] {names[index]}".ljust(60)
                     print(line, end="", file=sys.stderr)
+                elif now - last_line >= PROGRESS_EVERY_S and done < len(paths):
+                    last_line = now
+                    rate = done / max(now - started, 1e-9)
+                    print(
+                        f"scorewright: {done}/{len(paths)} scored, {rate:.2f}/s, "
+                        f"ETA {(len(paths) - done) / rate:.0f}s, best fitness "
+                        f"{'-' if best is None else f'{best:.3f}'}, {flagged} flagged, "
+                        f"{failed} not ok",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+    except KeyboardInterrupt:
+        # Every result written so far is whole (each file atomic, each JSON line flushed).
+        print(f"\nscorewright: interrupted: {done}/{len(paths)} kept", file=sys.stderr)
+        return 130
     finally:
         if stream is not None and stream is not sys.stdout:
             stream.close()

@@ -38,6 +38,23 @@ def headline(result: ScoreResult) -> str:
     return ", ".join(parts) if parts else "no tests measured"
 
 
+def fitness_of(result: ScoreResult) -> float | None:
+    """The fitness a loop optimises (``combined_score``), where one judged the result."""
+    judged = result.extra.get("fitness")
+    score = judged.get("combined_score") if isinstance(judged, dict) else None
+    return float(score) if isinstance(score, (int, float)) else None
+
+
+def failure_lines(result: ScoreResult) -> list[str]:
+    """One line for each applicable test that did not pass: its id, outcome and message."""
+    lines = []
+    for test in result.tests:
+        if test.applicable and not test.passed:
+            message = (test.message or "").strip().splitlines()
+            lines.append(f"{test.nodeid} [{test.outcome}]" + (f": {message[0]}" if message else ""))
+    return [clean(line)[:300] for line in lines]
+
+
 def summary_lines(
     result: ScoreResult, out: Path | None, write_error: str | None = None
 ) -> list[str]:
@@ -51,9 +68,23 @@ def summary_lines(
     if strong:
         lines.append(f"scorewright: integrity flagged: {', '.join(strong)}")
     if integrity.rejected:
+        ran = [t for t in result.tests if t.applicable]
+        passed = sum(t.outcome == "passed" for t in ran)
         lines.append(
-            f"scorewright: rejected by the integrity policy ({integrity.policy}): no test credited"
+            f"scorewright: rejected by the integrity policy ({integrity.policy}): {passed}/"
+            f"{len(ran)} passed as run, none credited ({', '.join(strong) or 'hints'})"
         )
+    else:
+        failing = [t.nodeid for t in result.tests if t.applicable and not t.passed]
+        if failing:
+            more = f" and {len(failing) - 3} more" if len(failing) > 3 else ""
+            lines.append(f"scorewright: failing: {', '.join(failing[:3])}{more}")
+    judged = fitness_of(result)
+    objectives = [s for s in result.signals if s.name.startswith("objective_")]
+    if judged is not None or objectives:
+        shown = [f"fitness {judged:.4g}"] if judged is not None else []
+        shown += [f"{s.name} {s.value:.4g}" for s in objectives]
+        lines.append(f"scorewright: {', '.join(shown)}")
     if write_error:
         lines.append(f"scorewright: ERROR {write_error}")
     elif out is not None:

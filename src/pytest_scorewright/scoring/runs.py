@@ -108,6 +108,11 @@ class Runner:
         ]
         return judged, launched[0].workspace.report, shares[0]
 
+    def calibrate(self, limits: Limits) -> None:
+        """Later runs take ``limits`` (the per-test limit the reference calibrated)."""
+        self.limits = limits
+        self.planner.settings = dataclasses.replace(self.planner.settings, limits=limits)
+
     def run_reference(
         self, reference: Path | None, suites: Sequence[Suite], isolated: bool
     ) -> tuple[list[Judged], CopyReport]:

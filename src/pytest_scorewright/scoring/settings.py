@@ -11,6 +11,9 @@ from typing import Any
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.sandbox import guarantees
+from pytest_scorewright.sandbox.host import Features
+from pytest_scorewright.sandbox.plan import RunSettings
+from pytest_scorewright.sandbox.workspace import require_dir, require_support
 from pytest_scorewright.scoring.reference import ISOLATIONS, Isolation
 
 #: A path as callers give it.
@@ -67,6 +70,9 @@ class EvaluatorSettings:
       reached through proxies that pass plain data both ways (docs/isolation.md);
       ``"in-process"`` imports it into the test process, guarded by the integrity layer;
       ``"auto"`` (the default) is ``process`` when the reference passes every test that way.
+    - ``dedupe``: identical candidate content (files and names) is scored once and its
+      result given again (the default: loops re-propose programs); ``False`` scores every
+      call anew, for noise studies.
     - ``objectives``: name -> ``"PATH:FUNCTION"``, a callable, or an
       :class:`~pytest_scorewright.Objective`; each scores the values tests submit under its
       name, in the parent (docs/objectives.md).
@@ -92,6 +98,7 @@ class EvaluatorSettings:
     require_isolation: bool | tuple[str, ...] = False
     reference_baseline: bool = False
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    dedupe: bool = True
 
     @classmethod
     def of(
@@ -145,6 +152,22 @@ class EvaluatorSettings:
             else guarantees.required(require_isolation),
             ini=dict(ini or {}),
             **flags,
+        )
+
+    def run_settings(self, features: Features, *, use_namespaces: bool) -> RunSettings:
+        """What the run planner needs of these settings on this host."""
+        return RunSettings(
+            module=self.modules[0],
+            modules=self.modules,
+            limits=self.limits,
+            network=self.network,
+            env=dict(self.env),
+            plugins=self.plugins,
+            workdir=require_dir(self.workdir, "work directory") if self.workdir else None,
+            support=tuple(require_support(p) for p in self.support_files),
+            use_namespaces=use_namespaces,
+            features=features,
+            ini=dict(self.ini),
         )
 
     def recipe(self) -> dict[str, Any]:

@@ -1,0 +1,115 @@
+"""What a loop driving thousands of candidates uses: program text scored directly, identical
+content scored once, a pass-rate gate for CI, the failures listed, Ctrl-C ending cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_scorewright.evaluator import Evaluator
+
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
+QUICKSTART = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+TASK = Path(__file__).resolve().parent / "corpus" / "numbers"
+
+
+def test_program_text_is_scored_and_identical_content_once(tmp_path: Path) -> None:
+    source = (TASK / "reference" / "solution.py").read_text(encoding="utf-8")
+    twin = tmp_path / "twin.py"
+    twin.write_text(source, encoding="utf-8")
+    with Evaluator(TASK / "tests", heldout=TASK / "heldout", reference=TASK / "reference") as ev:
+        first = ev.score_source(source)
+        again = ev.score(twin)  # same content, another path: given again, not rerun
+        changed = ev.score_source(source + "\n# a comment changes the content\n")
+    assert first.signal("pass_rate") == 1.0
+    assert again.extra["same_content_as"] == first.extra["candidate"]
+    assert again.extra["candidate"] == str(twin)
+    assert again.tests == first.tests
+    assert "same_content_as" not in changed.extra
+    with Evaluator(TASK / "tests", reference=TASK / "reference", dedupe=False) as ev:
+        one, two = ev.score(twin), ev.score(twin)
+    assert "same_content_as" not in two.extra
+    assert one.signal("pass_rate") == two.signal("pass_rate") == 1.0
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest_scorewright.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_fail_under_gates_ci_and_show_lists_the_failures(tmp_path: Path) -> None:
+    out = tmp_path / "r.json"
+    common = [
+        "score",
+        str(QUICKSTART / "solution.py"),
+        "--tests",
+        str(QUICKSTART / "tests"),
+        "--heldout",
+        str(QUICKSTART / "heldout"),
+        "--reference",
+        str(QUICKSTART / "reference"),
+        "--out",
+        str(out),
+    ]
+    low = _cli(*common, "--fail-under", "0.95")
+    assert low.returncode == 1
+    assert "is below --fail-under 0.95" in low.stderr
+    assert out.exists()  # the result is written whatever the gate says
+    assert _cli(*common, "--fail-under", "0.8").returncode == 0
+    shown = _cli("show", "--failures", str(out))
+    assert shown.returncode == 0
+    assert "test_negative_count_rejected [failed]: Failed: DID NOT RAISE" in shown.stdout
+
+
+def test_ctrl_c_ends_score_many_with_one_line_and_every_result_kept(tmp_path: Path) -> None:
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    for i in range(6):
+        (slow / f"c{i}.py").write_text(
+            (TASK / "reference" / "solution.py").read_text()
+            + f"\nimport time\ntime.sleep(2)\n#{i}\n"
+        )
+    caller = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pytest_scorewright.cli",
+            "score-many",
+            *sorted(map(str, slow.glob("*.py"))),
+            "--tests",
+            str(TASK / "tests"),
+            "--reference",
+            str(TASK / "reference"),
+            "--out-dir",
+            str(tmp_path / "out"),
+            "-j",
+            "1",
+        ],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 120
+    out = tmp_path / "out"
+    while time.monotonic() < deadline and not (out.is_dir() and any(out.iterdir())):
+        time.sleep(0.1)
+    caller.send_signal(signal.SIGINT)
+    _, err = caller.communicate(timeout=60)
+    assert caller.returncode == 130
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("scorewright: interrupted: "), err
+    assert last.endswith(" kept"), err
+    assert "Traceback" not in err
+    kept = int(last.split(": ")[2].split("/")[0])
+    assert len(os.listdir(out)) == kept
