@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_scorewright.errors import ScorewrightError
 from pytest_scorewright.openevolve import artifacts, to_metrics
 from pytest_scorewright.result import Reason, ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
@@ -257,3 +258,10 @@ def test_in_cascade_mode_an_error_of_ours_is_retried_by_the_adapter_then_an_erro
     assert metrics["error"] == 0.0
     found = evaluator.get_pending_artifacts("always") or {}
     assert "scorewright: not scored, for a reason of ours" in str(found.get("stderr", ""))
+
+
+def test_a_budget_longer_than_the_loops_own_timeout_is_refused_at_setup() -> None:
+    from pytest_scorewright import openevolve as adapter
+
+    with pytest.raises(ScorewrightError, match="longer than OpenEvolve's evaluator timeout 20s"):
+        adapter.evaluator(TASK / "tests", reference=TASK / "reference", timeout=30, loop_timeout=20)

@@ -6,6 +6,10 @@ from pytest_scorewright.openevolve import evaluator
 
 _task = Path(__file__).resolve().parent.parent / "quickstart"  # tests, heldout, reference
 _ev = evaluator(
-    _task / "tests", heldout=_task / "heldout", reference=_task / "reference", timeout=20
+    _task / "tests",
+    heldout=_task / "heldout",
+    reference=_task / "reference",
+    timeout=20,
+    loop_timeout=60,  # config.yaml's evaluator.timeout: every call of ours ends within it
 )
 evaluate, evaluate_stage1, evaluate_stage2 = _ev.evaluate, _ev.evaluate_stage1, _ev.evaluate_stage2

@@ -187,6 +187,7 @@ def evaluator(
     objectives: Mapping[str, Any] | None = None,
     isolation: str = "auto",
     test_timeout: float | None = None,
+    loop_timeout: float | None = None,
     **options: Any,
 ) -> ScorewrightOpenEvolve:
     """The warm evaluator for this process: built once per configuration, reused by every
@@ -196,7 +197,19 @@ def evaluator(
     (``fitness_config={"objective": name}``) the ``combined_score``. ``test_timeout`` is
     ``Limits.test_timeout_s``; any other :class:`~pytest_scorewright.evaluator.Evaluator`
     option (``plugins``, ``ini``, ``preload``, ``env``, ``require_isolation``, ``repeats``...)
-    is passed on as it is."""
+    is passed on as it is. ``loop_timeout``: OpenEvolve's own ``evaluator.timeout`` (its
+    config.yaml), which it waits for one call and then abandons the call without stopping it:
+    refused here unless every call of ours, retries included, ends within it, so no
+    abandoned call keeps a worker busy and no program is stored as a timeout because of us."""
+    if loop_timeout is not None:
+        tries, grace = 1 + max(0, retries), Limits().grace_s
+        if tries * (timeout + grace) > loop_timeout:
+            raise ScorewrightError(
+                f"a call can take {tries * (timeout + grace):g}s ({tries} tries of timeout "
+                f"{timeout:g}s + {grace:g}s), longer than OpenEvolve's evaluator timeout "
+                f"{loop_timeout:g}s: give timeout <= {loop_timeout / tries - grace:g} or raise "
+                "evaluator.timeout in its config"
+            )
     if not 0 < stage1_fraction <= 1:
         raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
     key = (
