@@ -26,14 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 from collections.abc import Callable
 from typing import Any
 
 import pytest
 
-from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol import values, wire
 from pytest_scorewright.protocol.wire import Anchor
 
 #: The child's way to the parent (anchored values, submissions, benchmark figures); absent in
@@ -46,37 +45,15 @@ NAME = re.compile(r"[a-z][a-z0-9_]{0,40}")
 
 #: Values larger than this (as canonical JSON) travel as a digest and compare exactly.
 INLINE_LIMIT = 32 * 1024
-_MAX_DEPTH = 50
 
 
-class NotPlain(Exception):
-    """The value is not made of exact builtin types."""
+#: A value that is not made of exact builtin types (protocol/values.py).
+NotPlain = values.NotPlainData
 
 
-def encode(value: Any, depth: int = 0) -> Any:
-    """Encode ``value`` as tagged JSON, accepting exact builtin types only."""
-    if depth > _MAX_DEPTH:
-        raise NotPlain("nested too deeply")
-    kind = type(value)
-    if value is None or kind is bool or kind is str:
-        return value
-    if kind is int:
-        return value if abs(value) < 2**53 else {"int": str(value)}
-    if kind is float:
-        return value if math.isfinite(value) else {"float": repr(value)}
-    if kind is list:
-        return [encode(v, depth + 1) for v in value]
-    if kind is tuple:
-        return {"tuple": [encode(v, depth + 1) for v in value]}
-    if kind is dict:
-        items = [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]
-        return {"dict": sorted(items, key=lambda kv: json.dumps(kv[0], sort_keys=True))}
-    if kind is set or kind is frozenset:
-        members = sorted((encode(v, depth + 1) for v in value), key=json.dumps)
-        return {kind.__name__: members}
-    if kind is bytes:
-        return {"bytes": value.hex()}
-    raise NotPlain(f"{kind.__module__}.{kind.__qualname__}")
+def encode(value: Any) -> Any:
+    """``value`` in the one tagged JSON of exact builtin values (protocol/values.py)."""
+    return values.plain(value)
 
 
 def make_anchor(value: Any, rel: float | None, abs_tol: float | None) -> Anchor:
@@ -84,7 +61,7 @@ def make_anchor(value: Any, rel: float | None, abs_tol: float | None) -> Anchor:
         encoded = encode(value)
     except (NotPlain, RecursionError) as exc:
         return Anchor(None, "", rel, abs_tol, not_plain=str(exc)[:200])
-    text = json.dumps(encoded, sort_keys=True, allow_nan=False)
+    text = values.canonical(encoded)
     digest = hashlib.sha256(text.encode()).hexdigest()
     inline = encoded if len(text) <= INLINE_LIMIT else None
     return Anchor(inline, digest, rel, abs_tol)

@@ -14,12 +14,10 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
-from collections.abc import Callable
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_scorewright.child.anchors import NotPlain
-from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol import values, wire
 from pytest_scorewright.protocol.channel import MAX_FRAME, encode_frame
 
 if TYPE_CHECKING:
@@ -31,7 +29,6 @@ PER_RUN_BYTES = 4 * 1024 * 1024
 #: An operand larger than this (values, and characters of strings) is skipped.
 MAX_NODES = 2000
 MAX_CHARS = 16 * 1024
-_MAX_DEPTH = 40
 #: Methods through which a class of the candidate's decides a comparison.
 _COMPARING = ("__eq__", "__ne__", "__bool__", "__len__", "__contains__", "__iter__", "__hash__")
 _LT_GT = ("__lt__", "__le__", "__gt__", "__ge__")
@@ -59,10 +56,6 @@ def attach(fd: int, monitor: Monitor | None) -> None:
 
 def new_test() -> None:
     _channel.in_test = 0
-
-
-class _TooLarge(Exception):
-    pass
 
 
 def module_start(path: str) -> None:
@@ -148,72 +141,15 @@ def _emit(message: dict[str, Any]) -> None:
 def _side(value: Any, op: str, monitor: Monitor | None) -> dict[str, Any]:
     budget = [MAX_NODES, MAX_CHARS]
     try:
-        return {"v": _encode(value, budget, 0)}
-    except _TooLarge:
+        return {"v": values.plain(value, base_of=_plain_base, budget=budget)}
+    except values.TooLarge:
         return {"skip": "large"}
-    except NotPlain:
+    except values.NotPlainData:
         cls = type(value)
         name = f"{_type_module(cls, type)}.{_type_qualname(cls, type)}"
         return {"np": name[:120], "own": _own_comparison(cls, op, monitor)}
     except (RecursionError, ValueError, MemoryError):
         return {"skip": "unencodable"}
-
-
-def _encode(value: Any, budget: list[int], depth: int) -> Any:
-    """child/anchors.py's tagged JSON, within a budget, with plain-equivalent subclasses of
-    builtin types (a namedtuple) taken as their base."""
-    budget[0] -= 1
-    if budget[0] < 0 or depth > _MAX_DEPTH:
-        raise _TooLarge
-    kind = type(value)
-    if kind not in _EXACT:
-        base = _plain_base(kind)
-        if base is None:
-            raise NotPlain
-        # The base type's own conversion: never a method the subclass defines.
-        kind, value = base, _AS_BASE[base](value)
-    if value is None or kind is bool:
-        return value
-    if kind is str:
-        budget[1] -= len(value)
-        if budget[1] < 0:
-            raise _TooLarge
-        return value
-    if kind is int:
-        return value if abs(value) < 2**53 else {"int": str(value)}
-    if kind is float:
-        return value if value == value and abs(value) != float("inf") else {"float": repr(value)}
-    if kind is bytes:
-        budget[1] -= 2 * len(value)
-        if budget[1] < 0:
-            raise _TooLarge
-        return {"bytes": value.hex()}
-    if kind is list:
-        return [_encode(v, budget, depth + 1) for v in value]
-    if kind is tuple:
-        return {"tuple": [_encode(v, budget, depth + 1) for v in value]}
-    if kind is dict:
-        return {
-            "dict": [
-                [_encode(k, budget, depth + 1), _encode(v, budget, depth + 1)]
-                for k, v in value.items()
-            ]
-        }
-    return {kind.__name__: [_encode(v, budget, depth + 1) for v in value]}  # set, frozenset
-
-
-_EXACT = frozenset({type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset})
-_AS_BASE: dict[type, Callable[[Any], Any]] = {
-    int: int.__int__,
-    float: float.__float__,
-    str: str.__str__,
-    bytes: lambda value: bytes(memoryview(value)),
-    tuple: tuple,
-    list: list,
-    dict: dict,
-    set: set,
-    frozenset: frozenset,
-}
 
 
 def _plain_base(kind: type) -> type | None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pytest_scorewright.protocol import values
 from pytest_scorewright.protocol.wire import Anchor
 
 
@@ -20,15 +21,21 @@ def matches(reference: Anchor, candidate: Anchor) -> bool:
         return reference.digest == candidate.digest
     if reference.value is None or candidate.value is None:
         return reference.digest == candidate.digest
-    return _close(reference.value, candidate.value, reference.rel or 0.0, reference.abs or 0.0)
+    try:
+        ours, theirs = values.decode_plain(reference.value), values.decode_plain(candidate.value)
+    except (values.NotPlainData, RecursionError):
+        return False
+    return _close(ours, theirs, reference.rel or 0.0, reference.abs or 0.0)
 
 
 def _close(ref: Any, got: Any, rel: float, tol: float) -> bool:
+    """Equal, floats within the reference's tolerance, also inside lists, tuples and dicts
+    (sets and keys compare exactly)."""
     if type(ref) is not type(got):
         return False
     if isinstance(ref, float):
         return math.isclose(ref, got, rel_tol=rel, abs_tol=tol)
-    if isinstance(ref, list):
+    if isinstance(ref, (list, tuple)):
         return len(ref) == len(got) and all(
             _close(a, b, rel, tol) for a, b in zip(ref, got, strict=True)
         )

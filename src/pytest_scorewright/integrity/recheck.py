@@ -17,6 +17,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_scorewright.protocol import values
+
 #: The comparisons re-checked, and how the parent evaluates each on decoded values.
 OPS: Mapping[str, Callable[[list[Any]], bool]] = {
     "==": lambda s: bool(s[0] == s[1]),
@@ -70,40 +72,12 @@ def read_side(raw: Any) -> Side:
     raise Undecodable("a side with no value")
 
 
-def decode(tagged: Any, depth: int = 0) -> Any:
-    """child/anchors.py's tagged JSON back to builtin values."""
-    if depth > 60:
-        raise Undecodable("nested too deeply")
-    if tagged is None or isinstance(tagged, (bool, str)):
-        return tagged
-    if isinstance(tagged, int):
-        return tagged
-    if isinstance(tagged, float):
-        return tagged
-    if isinstance(tagged, list):
-        return [decode(v, depth + 1) for v in tagged]
-    if isinstance(tagged, dict) and len(tagged) == 1:
-        ((tag, body),) = tagged.items()
-        try:
-            return _TAGS[tag](body, depth)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise Undecodable(f"a malformed {str(tag)[:20]!r} value") from exc
-    raise Undecodable("an untagged object")
-
-
-def _pairs(body: Any, depth: int) -> dict[Any, Any]:
-    return {decode(k, depth + 1): decode(v, depth + 1) for k, v in body}
-
-
-_TAGS: Mapping[str, Callable[[Any, int], Any]] = {
-    "int": lambda body, depth: int(body),
-    "float": lambda body, depth: float(body),
-    "tuple": lambda body, depth: tuple(decode(v, depth + 1) for v in body),
-    "dict": _pairs,
-    "set": lambda body, depth: {decode(v, depth + 1) for v in body},
-    "frozenset": lambda body, depth: frozenset(decode(v, depth + 1) for v in body),
-    "bytes": lambda body, depth: bytes.fromhex(body),
-}
+def decode(tagged: Any) -> Any:
+    """The child's tagged JSON of exact builtin values (protocol/values.py) back to values."""
+    try:
+        return values.decode_plain(tagged)
+    except (values.NotPlainData, RecursionError) as exc:
+        raise Undecodable(str(exc)[:80]) from None
 
 
 def has_nan(value: Any, depth: int = 0) -> bool:

@@ -1,4 +1,8 @@
-"""Values as plain data, for calls between the test process and the candidate's process.
+"""Values as plain data: the one tagged-JSON encoding of this project. Calls between the test
+process and the candidate's process use :func:`encode`/:func:`decode` (references for what is
+not plain data); anchored values, submissions and re-checked assertion operands use
+:func:`plain`/:func:`decode_plain` (exact builtin values only, within a budget), and anchors
+compare by the digest of :func:`canonical`.
 
 A value crosses as tagged JSON and is rebuilt on the other side as a fresh object of a type
 the receiver trusts: builtins (exact types only, never a subclass) and a few standard-library
@@ -30,6 +34,7 @@ import collections
 import datetime
 import decimal
 import fractions
+import json
 import math
 import pathlib
 from collections.abc import Callable
@@ -321,3 +326,96 @@ _DECODERS: dict[str, Callable[[Any, Callable[[Any], Any], int], Any]] = {
     "nt": _namedtuple,
     "ref": _ref,
 }
+
+
+# -- exact builtin values: anchored values, submissions, re-checked operands ---------------
+
+
+class TooLarge(Exception):
+    """Past the budget :func:`plain` was given (the value is skipped, never an error)."""
+
+
+def plain(
+    value: Any,
+    *,
+    base_of: Callable[[type], type | None] | None = None,
+    budget: list[int] | None = None,
+    depth: int = 0,
+) -> Any:
+    """``value`` in this module's tagged JSON, made of builtin values only (``None``,
+    ``bool``, ``int``, ``float``, ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set``,
+    ``frozenset``): anything else raises :class:`NotPlainData`. ``base_of(kind)`` names the
+    builtin base a subclass is taken as (by the base type's own code), or None to refuse it;
+    ``budget`` (``[nodes, chars]``) bounds the work: past it, :class:`TooLarge`. The same
+    :func:`decode` reads it back (with no references)."""
+    if budget is not None:
+        budget[0] -= 1
+        if budget[0] < 0:
+            raise TooLarge
+    if depth > MAX_DEPTH:
+        raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
+    kind = type(value)
+    if kind not in _EXACT_PLAIN:
+        base = base_of(kind) if base_of is not None else None
+        if base is None or base not in _AS_BASE:
+            raise NotPlainData(f"{kind.__module__}.{kind.__qualname__}")
+        kind, value = base, _AS_BASE[base](value)
+    if kind is str or kind is bytes:
+        if budget is not None:
+            budget[1] -= len(value)
+            if budget[1] < 0:
+                raise TooLarge
+        return value if kind is str else {"b": base64.b64encode(value).decode("ascii")}
+    if value is None or kind is bool or kind is int or kind is float:
+        found = encode(value, _no_reference)
+        if budget is not None and type(found) is dict:  # a big int's hex digits count too
+            budget[1] -= len(str(next(iter(found.values()))))
+            if budget[1] < 0:
+                raise TooLarge
+        return found
+    d = depth + 1
+    items = [plain(v, base_of=base_of, budget=budget, depth=d) for v in _flat(value, kind)]
+    if kind is list:
+        return items
+    if kind is dict:
+        return {"d": [items[i : i + 2] for i in range(0, len(items), 2)]}
+    return {"t" if kind is tuple else "s" if kind is set else "fs": items}
+
+
+_EXACT_PLAIN = frozenset(
+    {type(None), bool, int, float, str, bytes, list, tuple, dict, set, frozenset}
+)
+
+
+def _flat(value: Any, kind: type) -> list[Any]:
+    return [x for pair in value.items() for x in pair] if kind is dict else list(value)
+
+
+def _no_reference(value: Any) -> Any:
+    raise NotPlainData(f"{type(value).__module__}.{type(value).__qualname__}")
+
+
+def decode_plain(data: Any) -> Any:
+    """A fresh value from :func:`plain`'s JSON; a reference in it is :class:`NotPlainData`."""
+    return decode(data, _no_reference)
+
+
+def canonical(data: Any) -> str:
+    """:func:`plain`'s JSON as one text that does not depend on a dict's or a set's order
+    (anchored values compare by its digest)."""
+    return json.dumps(_sorted(data), sort_keys=True, allow_nan=False, separators=(",", ":"))
+
+
+def _sorted(data: Any) -> Any:
+    if type(data) is list:
+        return [_sorted(v) for v in data]
+    if type(data) is dict and len(data) == 1:
+        ((tag, body),) = data.items()
+        if tag == "d":
+            pairs = [[_sorted(k), _sorted(v)] for k, v in body]
+            return {"d": sorted(pairs, key=lambda kv: json.dumps(kv[0], sort_keys=True))}
+        if tag in ("s", "fs"):
+            return {tag: sorted((_sorted(v) for v in body), key=json.dumps)}
+        if tag == "t":
+            return {"t": [_sorted(v) for v in body]}
+    return data

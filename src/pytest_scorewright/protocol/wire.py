@@ -396,7 +396,7 @@ VOCABULARY: Mapping[str, MessageKind] = {
             SUBMIT,
             "scorewright fixture",
             "a value of the running test for a trusted objective to score (scorewright.submit); "
-            "its 'value' is any tagged JSON (child/anchors.py), read by the parent's decoder",
+            "its 'value' is tagged JSON of exact builtin values (protocol/values.py, plain)",
             {"name": _STR},
             optional={"nodeid": _STR},
         ),
