@@ -169,6 +169,17 @@ def _package(metrics: dict[str, float], found: dict[str, str]) -> Any:
     return EvaluationResult(metrics=metrics, artifacts=dict(found))
 
 
+def _refuse_outliving_the_loop(timeout: float, retries: int, loop_timeout: float) -> None:
+    tries, grace = 1 + max(0, retries), Limits().grace_s
+    if tries * (timeout + grace) > loop_timeout:
+        raise ScorewrightError(
+            f"a call can take {tries * (timeout + grace):g}s ({tries} tries of timeout "
+            f"{timeout:g}s + {grace:g}s), longer than OpenEvolve's evaluator timeout "
+            f"{loop_timeout:g}s: give timeout <= {loop_timeout / tries - grace:g} or raise "
+            "evaluator.timeout in its config"
+        )
+
+
 def evaluator(
     tests: str | os.PathLike[str],
     heldout: str | os.PathLike[str] | None = None,
@@ -202,14 +213,7 @@ def evaluator(
     refused here unless every call of ours, retries included, ends within it, so no
     abandoned call keeps a worker busy and no program is stored as a timeout because of us."""
     if loop_timeout is not None:
-        tries, grace = 1 + max(0, retries), Limits().grace_s
-        if tries * (timeout + grace) > loop_timeout:
-            raise ScorewrightError(
-                f"a call can take {tries * (timeout + grace):g}s ({tries} tries of timeout "
-                f"{timeout:g}s + {grace:g}s), longer than OpenEvolve's evaluator timeout "
-                f"{loop_timeout:g}s: give timeout <= {loop_timeout / tries - grace:g} or raise "
-                "evaluator.timeout in its config"
-            )
+        _refuse_outliving_the_loop(timeout, retries, loop_timeout)
     if not 0 < stage1_fraction <= 1:
         raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
     key = (
