@@ -187,3 +187,25 @@ def test_shinka_bad_input_still_writes_both_files_with_the_reason(tmp_path: Path
     assert correct["correct"] is False
     assert "does not exist" in correct["error"]
     assert json.loads((tmp_path / "r" / "metrics.json").read_text())["combined_score"] == 0.0
+
+
+@pytest.mark.sandbox
+def test_shinka_main_passes_every_evaluator_option_on(tmp_path: Path) -> None:
+    from pytest_scorewright.result import ScoreResult
+    from pytest_scorewright.shinka import shinka_main
+
+    program = tmp_path / "main.py"
+    program.write_text((TASK / "solution.py").read_text())
+    code = shinka_main(
+        ["--program_path", str(program), "--results_dir", str(tmp_path / "out")],
+        tests=str(TASK / "tests"),
+        reference=str(TASK / "reference"),
+        test_timeout=5,
+        isolation="in-process",
+        dedupe=False,
+    )
+    assert code == 0
+    result = ScoreResult.read(tmp_path / "out" / "scorewright.json")
+    assert result.limits is not None
+    assert result.limits["test_timeout_s"] == 5.0
+    assert result.limits["sandbox"]["isolation"] == "in-process"

@@ -81,11 +81,36 @@ def write_shinka(
     result.write(Path(results_dir) / "scorewright.json")
 
 
+#: shinka_main's keywords that fill its command line's options; any other keyword is an
+#: Evaluator option passed on as it is (``plugins``, ``ini``, ``isolation``...).
+_COMMAND_LINE = frozenset(
+    {
+        "tests",
+        "heldout",
+        "reference",
+        "module",
+        "timeout",
+        "fitness",
+        "fitness_config",
+        "objectives",
+        "warn_only",
+        "fail_closed",
+        "retries",
+        "test_timeout",
+        "memory_mb",
+    }
+)
+
+
 def shinka_main(argv: Sequence[str] | None = None, **defaults: Any) -> int:
-    """Entry point for a Shinka evaluate.py; ``defaults`` fill the scorewright options.
-    Returns the exit status (0 when the files were written from a score)."""
+    """Entry point for a Shinka evaluate.py; ``defaults`` fill the scorewright options
+    (``test_timeout`` and ``memory_mb`` are Limits'; any other keyword is an Evaluator option,
+    passed on as it is). Returns the exit status (0 when the files were written from a score)."""
     parser = argparse.ArgumentParser(prog="evaluate.py")
     add_shinka_arguments(parser, defaults)
+    parser.set_defaults(
+        evaluator_options={k: v for k, v in defaults.items() if k not in _COMMAND_LINE}
+    )
     args = parser.parse_args(argv)
     return run_shinka(args)
 
@@ -101,6 +126,8 @@ def add_shinka_arguments(
     parser.add_argument("--reference", default=defaults.get("reference"))
     parser.add_argument("--module", default=defaults.get("module", "solution"))
     parser.add_argument("--timeout", type=float, default=defaults.get("timeout", 60.0))
+    parser.add_argument("--test-timeout", type=float, default=defaults.get("test_timeout"))
+    parser.add_argument("--memory-mb", type=int, default=defaults.get("memory_mb"))
     parser.add_argument("--fitness", default=defaults.get("fitness", "weighted"))
     parser.add_argument(
         "--fitness-config",
@@ -182,10 +209,15 @@ def _score(args: argparse.Namespace) -> tuple[ScoreResult | None, str]:
                 heldout=args.heldout,
                 reference=args.reference,
                 module=args.module,
-                limits=Limits(timeout_s=args.timeout),
+                limits=Limits(
+                    timeout_s=args.timeout,
+                    test_timeout_s=getattr(args, "test_timeout", None),
+                    memory_mb=getattr(args, "memory_mb", None) or Limits().memory_mb,
+                ),
                 warn_only=args.warn_only,
                 fail_closed=args.fail_closed,
                 objectives=_objectives(args),
+                **dict(getattr(args, "evaluator_options", None) or {}),
             ) as evaluator:
                 result = evaluator.score(args.program_path)
         except InfrastructureError as exc:
