@@ -101,35 +101,18 @@ def test_a_shortfall_too_large_for_chance_still_rejects() -> None:
     assert found.severity == "gaming"
 
 
-FORKS_AT_IMPORT = """
-import os
-
-for _ in range(400):
-    try:
-        pid = os.fork()
-    except OSError:
-        break
-    if pid == 0:
-        os._exit(0)
-    os.waitpid(pid, 0)
-
-
-def is_prime(n):
-    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
-
-
-def gcd(a, b):
-    while b:
-        a, b = b, a % b
-    return abs(a)
-
-
-def fib(n):
-    a, b = 0, 1
-    for _ in range(n):
-        a, b = b, a + b
-    return a
-"""
+#: The reference's own code, after a loop that forks 400 processes at import.
+FORKS_AT_IMPORT = (
+    "import os\n\n"
+    "for _ in range(400):\n"
+    "    try:\n"
+    "        pid = os.fork()\n"
+    "    except OSError:\n"
+    "        break\n"
+    "    if pid == 0:\n"
+    "        os._exit(0)\n"
+    "    os.waitpid(pid, 0)\n\n"
+) + (TASK / "reference" / "solution.py").read_text(encoding="utf-8")
 
 
 @pytest.mark.sandbox

@@ -105,25 +105,13 @@ def test_when_the_caller_is_killed_its_runs_warm_parent_and_directories_go(
 #: Right, but slow on the visible tests' inputs only: its held-out run ends first, and the
 #: visible run goes on for seconds, so the caller can be killed with one run's work dir
 #: still waiting for the other run to end before it is removed.
-SLOW_ON_VISIBLE = """
-import time
-
-def is_prime(n):
-    if n in (2, 3, 4, 17, 1):
-        time.sleep(1.0)
-    return n > 1 and all(n % d for d in range(2, int(n ** 0.5) + 1))
-
-def gcd(a, b):
-    while b:
-        a, b = b, a % b
-    return abs(a)
-
-def fib(n):
-    a, b = 0, 1
-    for _ in range(n):
-        a, b = b, a + b
-    return a
-"""
+SLOW_ON_VISIBLE = (TASK / "reference" / "solution.py").read_text(encoding="utf-8") + (
+    "\n\nimport time\n\n_right_is_prime = is_prime\n\n\n"
+    "def is_prime(n):\n"
+    "    if n in (2, 3, 4, 17, 1):\n"
+    "        time.sleep(1.0)\n"
+    "    return _right_is_prime(n)\n"
+)
 
 
 @pytest.mark.parametrize("after", [0.0, 0.4, 1.2, 2.5, 4.0])
