@@ -142,7 +142,7 @@ def test_the_attack_and_degraded_mode_tests_hold_in_every_mode(mode: str, home: 
     )
     assert report.exists(), done.stdout[-3000:] + done.stderr[-3000:]
     failed, skipped, passed = [], set(), []
-    for case in ET.parse(report).getroot().iter("testcase"):  # noqa: S314 - our own file
+    for case in ET.parse(report).getroot().iter("testcase"):
         name = case.get("name", "").split("[")[0]
         if case.find("failure") is not None or case.find("error") is not None:
             failed.append(case.get("name"))

@@ -78,12 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("export", help="Write a ScoreResult in another report format")
     p.add_argument("result", metavar="RESULT.json")
-    p.add_argument(
-        "--ctrf",
-        action="store_true",
-        required=True,
-        help="As a CTRF JSON test report (the one format so far)",
-    )
+    formats = p.add_mutually_exclusive_group(required=True)
+    formats.add_argument("--ctrf", action="store_true", help="As a CTRF JSON test report")
+    formats.add_argument("--junit", action="store_true", help="As JUnit XML (CI systems)")
     p.add_argument("--out", metavar="FILE", help="Write the report here (default: stdout)")
     p.set_defaults(func=commands.cmd_export)
 

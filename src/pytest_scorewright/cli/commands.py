@@ -40,10 +40,12 @@ def cmd_show(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     from pytest_scorewright.results.ctrf import ctrf_json
+    from pytest_scorewright.results.junit import junit_xml
 
     if args.out:
         check_writable(args.out)
-    text = ctrf_json(ScoreResult.read(args.result))
+    result = ScoreResult.read(args.result)
+    text = junit_xml(result) if args.junit else ctrf_json(result)
     if args.out:
         write_atomic(args.out, text)
         print(f"scorewright: wrote {args.out}", file=sys.stderr)
