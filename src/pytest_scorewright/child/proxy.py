@@ -663,7 +663,9 @@ def _note_handle_returned(session: Session, target: StandIn, name: str | None, v
     # called; an object of its own answers operators and methods, so it counts.
     items = value[:16] if type(value) in (list, tuple) else (value,)
     if any(isinstance(item, RemoteObject) for item in items):
-        callee = name or getattr(target, "__qualname__", None) or type(target).__name__
+        # The stand-in's own name, never a getattr that would ask the candidate (a round
+        # trip, and an exception of its choosing).
+        callee = name or target.__dict__.get("__qualname__") or type(target).__name__
         session.note_handle("returned_handle", f"{callee} returned an object of its own")
 
 
