@@ -248,6 +248,8 @@ def test_asking_for_isolation_the_suite_cannot_take_is_a_one_line_error(tmp_path
     )
     (tmp_path / "solution.py").write_text("def same(x):\n    return x\n")
     with pytest.raises(Exception, match="with isolation by process") as info:
-        Evaluator(tmp_path / "tests", reference=tmp_path / "solution.py", isolation="process")
+        Evaluator(
+            tmp_path / "tests", reference=tmp_path / "solution.py", isolation="process"
+        ).prepare()
     assert "\n" not in str(info.value)
     assert "use isolation 'auto' or 'in-process'" in str(info.value)

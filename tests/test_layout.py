@@ -168,3 +168,18 @@ def test_every_identity_the_monitor_snapshots_resolves(watched: tuple[str, str, 
     module = importlib.import_module(module_name)
     holder = getattr(module, owner) if owner else module
     assert name in vars(holder), f"{module_name}.{owner}.{name} does not exist"
+
+
+#: The longest a function in src/ may grow (CONTRIBUTING): past it, split by step.
+MAX_FUNCTION_LINES = 80
+
+
+def test_no_function_in_src_is_longer_than_the_limit() -> None:
+    long = []
+    for path in sorted(CHILD_DIR.parent.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+                lines = (node.end_lineno or node.lineno) - node.lineno + 1
+                if lines > MAX_FUNCTION_LINES:
+                    long.append(f"{path.relative_to(CHILD_DIR.parent)}:{node.name} ({lines})")
+    assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"

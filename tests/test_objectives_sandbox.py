@@ -115,7 +115,7 @@ def speed(request: pytest.FixtureRequest) -> Iterator[Evaluator]:
 def test_the_reference_is_measured_once_when_the_evaluator_is_built(
     packing: Evaluator, speed: Evaluator
 ) -> None:
-    assert packing._reference.objectives == {"radii": 1.5}
+    assert packing.reference.objectives == {"radii": 1.5}
     ((key, median),) = speed.reference.bench.items()
     assert key == (False, "tests/test_primes.py::test_speed")
     assert median > 0

@@ -105,7 +105,7 @@ def test_a_reference_that_fails_a_test_is_refused_with_the_way_out(tmp_path: Pat
         encoding="utf-8",
     )
     with pytest.raises(ConfigError) as caught:
-        Evaluator(tests, reference=tmp_path / "reference.py")
+        Evaluator(tests, reference=tmp_path / "reference.py").prepare()
     message = str(caught.value)
     assert "1 test(s) fail, first tests/test_more.py::test_strings: failed" in message
     assert "--reference-baseline" in message

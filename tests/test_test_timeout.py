@@ -171,7 +171,7 @@ def test_a_reference_slower_than_the_per_test_limit_is_refused_with_the_fix(
         encoding="utf-8",
     )
     with pytest.raises(ConfigError, match="a slow test needs a longer --test-timeout"):
-        Evaluator(tests, reference=slow, limits=Limits(timeout_s=20, test_timeout_s=1))
+        Evaluator(tests, reference=slow, limits=Limits(timeout_s=20, test_timeout_s=1)).prepare()
 
 
 def test_the_default_per_test_limit_is_a_quarter_of_the_budget_at_most_ten_seconds() -> None:
@@ -193,4 +193,4 @@ def test_a_reference_slower_than_the_budget_is_refused_with_the_fix(tmp_path: Pa
     slow = tmp_path / "slow.py"
     slow.write_text("import time\n\ndef work(x):\n    time.sleep(5)\n    return 2 * x\n")
     with pytest.raises(ConfigError, match=r"timed out after .*longer budget \(--timeout\)"):
-        Evaluator(tests, reference=slow, limits=Limits(timeout_s=2, test_timeout_s=0))
+        Evaluator(tests, reference=slow, limits=Limits(timeout_s=2, test_timeout_s=0)).prepare()

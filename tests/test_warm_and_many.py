@@ -59,6 +59,34 @@ def test_the_callers_memory_is_not_in_the_candidates_process(tmp_path: Path) -> 
     assert "gc_introspection" in {r.code for r in result.integrity.reasons}
 
 
+def test_building_an_evaluator_forks_nothing_until_first_use() -> None:
+    # An audit hook in a fresh interpreter sees every fork, spawn and subprocess there is.
+    script = textwrap.dedent(
+        f"""
+        import sys
+        started = []
+        sys.addaudithook(
+            lambda event, _: started.append(event)
+            if event in ("os.fork", "os.posix_spawn", "subprocess.Popen", "os.exec") else None
+        )
+        from pytest_scorewright.evaluator import Evaluator
+        ev = Evaluator({str(TASK / "tests")!r}, heldout={str(TASK / "heldout")!r},
+                       reference={str(TASK / "reference")!r})
+        print(len(started), flush=True)
+        print(ev.score({str(TASK / "reference" / "solution.py")!r}).signal("pass_rate"))
+        print(len(started) > 0, ev.prepare() is ev, len(ev.expected_visible) > 0)
+        ev.close()
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=120, check=True
+    )
+    built, rate, after = done.stdout.split("\n")[:3]
+    assert built == "0"
+    assert rate == "1.0"  # the first score prepared it
+    assert after == "True True True"
+
+
 def test_the_warm_parent_goes_when_the_evaluator_closes() -> None:
     ev = Evaluator(TASK / "tests", reference=TASK / "reference")
     warm = ev._runner.warm

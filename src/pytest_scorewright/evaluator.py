@@ -1,15 +1,15 @@
 """The evaluator: score an untrusted candidate with a trusted test suite, in a sandbox.
 
 The Evaluator is the trusted parent. It never imports candidate code; it learns the expected
-test ids from a trusted collection when it is built, runs each candidate's visible tests and
+test ids from a trusted collection on first use, runs each candidate's visible tests and
 held-out tests in separate sandboxed children, and decides every outcome itself. Its
 machinery is in ``scoring/``: the settings, the runs, the reference, the assembly.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import functools
+import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
@@ -21,19 +21,17 @@ from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
 from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.protocol.wire import MAX_MESSAGES
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox import guarantees, host
-from pytest_scorewright.sandbox.plan import RunPlanner
 from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.assemble import assemble, infrastructure_result, unscored_result
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
-from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, message_cap
+from pytest_scorewright.scoring.prepared import Dirs, Prepared, prepare
+from pytest_scorewright.scoring.runs import Expected, Runner, Suite
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
 from pytest_scorewright.suite.collect import module_name_mistake
-from pytest_scorewright.warm.parent import WarmParent, take_prestarted
 
 #: The ``isolation`` choices (docs/isolation.md).
 ISOLATIONS = references.ISOLATIONS
@@ -51,7 +49,8 @@ class Evaluator:
     Every option is keyword-only and documented on
     :class:`~pytest_scorewright.scoring.settings.EvaluatorSettings` (``heldout``,
     ``reference``, ``module``, ``limits``, ``isolation``, ``objectives``...). Building it
-    collects the suite once and measures the reference; a setup mistake is a ConfigError
+    checks the paths and options and forks nothing; :meth:`prepare` (or the first score)
+    collects the suite once and measures the reference, so a setup mistake is a ConfigError
     then, never thousands of zero scores later.
     """
 
@@ -64,11 +63,14 @@ class Evaluator:
     ) -> None:
         settings = EvaluatorSettings.of(tests, **options)
         self._settings = settings
-        self._tests = require_dir(tests, "tests directory")
-        self._heldout = (
-            require_dir(settings.heldout, "held-out tests directory") if settings.heldout else None
+        heldout = settings.heldout
+        path = settings.reference
+        self._dirs = Dirs(
+            require_dir(tests, "tests directory"),
+            require_dir(heldout, "held-out tests directory") if heldout else None,
+            require_candidate(path, "reference") if path else None,
         )
-        suites = [t for t in (self._tests, self._heldout) if t is not None]
+        suites = self._dirs.suites
         # Loaded here, in the parent only, and never from a directory copied into runs.
         self._objectives = ObjectiveSet(
             objectives, inside=[*suites, *(Path(p) for p in settings.support_files)]
@@ -77,55 +79,58 @@ class Evaluator:
             **settings.recipe(),
             "objectives": self._objectives.recipe(),
         }
-        path = settings.reference
-        self._reference_path = require_candidate(path, "reference") if path else None
-        self._file_mistake = module_name_mistake(suites, self._reference_path, settings.modules)
+        self._file_mistake = module_name_mistake(suites, self._dirs.reference, settings.modules)
         self._seen = SeenResults(settings.dedupe)
         self._policy = choose_policy(warn_only=settings.warn_only, fail_closed=settings.fail_closed)
-        self.features = host.probe()
-        self.use_namespaces = settings.namespaces and self.features.namespaces_unavailable is None
-        # Every run is forked by the warm parent, a clean single-threaded process; warm=False
-        # forks from this process instead (which must then be single-threaded).
-        warm = None
-        if settings.warm:
-            warm = take_prestarted(settings.preload) or WarmParent(settings.preload)
-        planner = RunPlanner(
-            settings.run_settings(self.features, use_namespaces=self.use_namespaces),
-            suites=suites,
-            trusted=[*suites, *([self._reference_path] if self._reference_path else [])],
-            warm=warm is not None,
-        )
-        self._runner = Runner(planner, warm, settings.limits)
-        try:
-            required = guarantees.required(settings.require_isolation)
-            guarantees.refuse_unless_met(required, self.guarantees)
-            found = self._runner.collect(
-                [(s, s == self._heldout) for s in suites], self._reference_path, settings.modules
-            )
-            self.expected_visible = found[0]
-            self.expected_heldout = found[1] if len(found) > 1 else []
-            self._reference = references.learn(
-                functools.partial(self._runner.run_reference, self._reference_path),
-                self._suites(self.expected_visible, None, with_heldout=True, trusted=True),
-                self._reference_path,
-                tests=self._tests,
-                isolation=settings.isolation,
-                baseline=settings.reference_baseline,
-                objectives=self._objectives,
-            )
-            # Candidates' runs take the per-test limit the reference calibrates.
-            limits = settings.limits.calibrated(self._reference.slowest_test_s)
-            self._settings = dataclasses.replace(self._settings, limits=limits)
-            self._runner.calibrate(limits)
-        except BaseException:
-            self.close()
-            raise
+        # Nothing is forked until first use (prepare(), the first score): building one
+        # where a process may fork later, or in a module many processes import, costs
+        # nothing, and the work is done in the process that scores.
+        self._lock = threading.Lock()
+        self._ready: Prepared | None = None
+
+    def prepare(self) -> Evaluator:
+        """Probe the host, start the warm parent, collect the suite and measure the reference
+        now rather than at the first score; a setup mistake is a ConfigError here, never
+        thousands of zero scores later. Idempotent; returns this evaluator."""
+        self._prepared()
+        return self
+
+    def _prepared(self) -> Prepared:
+        with self._lock:
+            if self._ready is None:
+                self._ready = prepare(self._settings, self._dirs, self._objectives)
+            return self._ready
+
+    @property
+    def _runner(self) -> Runner:
+        """The runs' machinery (the warm parent, the planner): for tests and benchmarks."""
+        return self._prepared().runner
 
     # -- what it is --------------------------------------------------------------------------
 
     @property
     def limits(self) -> Limits:
-        return self._settings.limits
+        """The limits candidates run under: the per-test limit calibrated from the
+        reference's run when none was given (so reading it prepares the evaluator)."""
+        return self._prepared().limits
+
+    @property
+    def features(self) -> host.Features:
+        """What this host's kernel and user allow (namespaces, Landlock, cgroups...)."""
+        return self._prepared().features
+
+    @property
+    def use_namespaces(self) -> bool:
+        return self._prepared().use_namespaces
+
+    @property
+    def expected_visible(self) -> Expected:
+        """The visible suite's test ids (and their markers), from the trusted collection."""
+        return self._prepared().expected_visible
+
+    @property
+    def expected_heldout(self) -> Expected:
+        return self._prepared().expected_heldout
 
     @property
     def module(self) -> str:
@@ -134,31 +139,31 @@ class Evaluator:
 
     @property
     def tests(self) -> Path:
-        return self._tests
+        return self._dirs.tests
 
     @property
     def heldout(self) -> Path | None:
-        return self._heldout
+        return self._dirs.heldout
 
     @property
     def isolated(self) -> bool:
         """Whether candidates run apart from the tests (docs/isolation.md)."""
-        return self._reference.isolated
+        return self.reference.isolated
 
     @property
     def isolation_why(self) -> str:
-        return self._reference.isolation_why
+        return self.reference.isolation_why
 
     @property
     def reference(self) -> references.Reference:
         """Everything learned from the reference (its benchmarks, submissions...), frozen."""
-        return self._reference
+        return self._prepared().reference
 
     @property
     def guarantees(self) -> dict[str, str | None]:
         """Each sandbox guarantee (``sandbox.guarantees.GUARANTEES``) of this evaluator's
         runs: None where it holds here, else why not."""
-        return guarantees.assess(self._runner.planner.planned_facts())
+        return guarantees.assess(self._prepared().runner.planner.planned_facts())
 
     # -- scoring -----------------------------------------------------------------------------
 
@@ -173,7 +178,8 @@ class Evaluator:
         path = require_candidate(candidate, "candidate")
         if self._file_mistake is not None and path.is_file():
             raise ConfigError(self._file_mistake)  # a setup mistake, never a candidate's 0
-        expected_visible = self.expected_visible
+        ready = self._prepared()
+        expected_visible = ready.expected_visible
         if only is not None:
             wanted = set(only)
             unknown = wanted - {nodeid for nodeid, _ in expected_visible}
@@ -181,13 +187,18 @@ class Evaluator:
                 raise ConfigError(f"no visible test {sorted(unknown)[0]!r}; use ids the suite has")
             expected_visible = [e for e in expected_visible if e[0] in wanted]
         select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
-        suites = self._suites(expected_visible, select, with_heldout=heldout)
+        suites = self._dirs.runs(
+            expected_visible,
+            ready.expected_heldout if heldout else None,
+            select,
+            ready.reference.messages,
+        )
         key = self._seen.key(path, only, heldout)
         if (seen := self._seen.get(key, path)) is not None:
             return seen
         started = time.monotonic()
         try:
-            result = self._score(path, suites)
+            result = self._score(ready, path, suites)
             self._seen.put(key, result)
             return result
         except ConfigError:
@@ -199,7 +210,7 @@ class Evaluator:
                 else (f"scorewright failed ({type(exc).__name__}: {exc}); please report it")
             )
             return infrastructure_result(
-                path, error, time.monotonic() - started, limits=self.limits
+                path, error, time.monotonic() - started, limits=ready.limits
             )
 
     def score_source(self, code: str, **options: Any) -> ScoreResult:
@@ -208,16 +219,16 @@ class Evaluator:
         with source_file(code, self.module) as path:
             return self.score(path, **options)
 
-    def _score(self, path: Path, suites: Sequence[Suite]) -> ScoreResult:
-        reference = self._reference
-        judged, copied, visible_s = self._run(path, suites)
+    def _score(self, ready: Prepared, path: Path, suites: Sequence[Suite]) -> ScoreResult:
+        reference = ready.reference
+        judged, copied, visible_s = ready.run(path, suites)
         for suite, (verdict, _) in zip(suites, judged, strict=True):
             applicability = reference.applicability.get(suite.name)
             if applicability is not None:
                 verdict.records = applicability.apply(verdict.records)
         repeats = [judged[0][0].timing.tests_s]
         for _ in range(self._settings.repeats):
-            ((again, _),), _, _ = self._run(path, suites[:1], visible_s)
+            ((again, _),), _, _ = ready.run(path, suites[:1], visible_s)
             repeats.append(again.timing.tests_s)
         return assemble(
             path,
@@ -226,14 +237,14 @@ class Evaluator:
             repeats,
             reference=reference,
             policy=self._policy,
-            limits=self.limits,
+            limits=ready.limits,
             network=self._settings.network,
             reference_failures=(
                 reference.failures() if self._settings.reference_baseline else None
             ),
             objectives=self._objectives,
-            pytest_config=self._runner.planner.pytest_config_record(
-                judged[0][1].isolation.get("pytest_config"), self._tests
+            pytest_config=ready.runner.planner.pytest_config_record(
+                judged[0][1].isolation.get("pytest_config"), self._dirs.tests
             ),
         )
 
@@ -266,7 +277,10 @@ class Evaluator:
                 "objectives given as callables cannot go to an executor's workers; give them "
                 "as PATH:FUNCTION"
             )
-        unscored = functools.partial(unscored_result, limits=self.limits)
+        # Prepared here, before any work goes out: a setup mistake is raised once, and never
+        # comes back from every worker as a candidate's failure.
+        ready = self._prepared()
+        unscored = functools.partial(unscored_result, limits=ready.limits)
         # One candidate never stops the others: whatever goes wrong with one (its worker
         # lost, a bug of ours) becomes its own result, and the rest are scored.
         if executor is not None:
@@ -278,12 +292,12 @@ class Evaluator:
                 retries=retries,
                 deadline_s=deadline_s
                 if deadline_s is not None
-                else remote_deadline_s(self.limits, self._settings.repeats),
+                else remote_deadline_s(ready.limits, self._settings.repeats),
                 slots=workers,
                 unscored=unscored,
             )
             return
-        if self._runner.warm is None or workers == 1:
+        if ready.runner.warm is None or workers == 1:
             for index, path in enumerate(paths):
                 try:
                     result = self.score(path)
@@ -295,11 +309,11 @@ class Evaluator:
             yield from bounded(pool, self.score, paths, 2 * workers, failed=unscored)
 
     def close(self) -> None:
-        """Stop the warm parent (also happens when this process exits)."""
-        if self._runner.warm is not None:
-            self._runner.warm.close()
-            self._runner.warm = None
-        self._runner.planner.close()  # runs from here on fork from this process, unprepared
+        """Stop the warm parent (also happens when this process exits); runs from here on
+        fork from this process."""
+        with self._lock:
+            if self._ready is not None:
+                self._ready.close()
 
     def __enter__(self) -> Evaluator:
         return self
@@ -308,33 +322,3 @@ class Evaluator:
         self.close()
 
     # -- runs --------------------------------------------------------------------------------
-
-    def _run(
-        self, candidate: Path, suites: Sequence[Suite], share: float | None = None
-    ) -> tuple[list[Judged], Any, float]:
-        reference = self._reference
-        return self._runner.run_suites(
-            candidate, suites, isolated=reference.isolated, anchors=reference.anchors, share=share
-        )
-
-    def _suites(
-        self,
-        expected_visible: Expected,
-        select: Sequence[str] | None,
-        *,
-        with_heldout: bool,
-        trusted: bool = False,
-    ) -> list[Suite]:
-        suites = [Suite("visible", self._tests, expected_visible, select)]
-        if self._heldout is not None and with_heldout:
-            suites.append(Suite("held-out", self._heldout, self.expected_heldout, None))
-        # The reference's runs are trusted: as much as they send.
-        return [
-            dataclasses.replace(
-                s,
-                max_messages=MAX_MESSAGES
-                if trusted
-                else message_cap(self._reference.messages.get(s.name, 0), s),
-            )
-            for s in suites
-        ]

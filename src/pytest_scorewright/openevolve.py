@@ -252,6 +252,6 @@ def evaluator(
                 objectives=objectives,
                 isolation=isolation,
                 **options,
-            )
+            ).prepare()  # a setup mistake fails the loop's start, not every program
             _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta, retries)
         return _cache[key]

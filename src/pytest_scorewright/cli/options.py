@@ -57,7 +57,7 @@ def evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         ini=ini_options(args.ini or []),
         reference_baseline=args.reference_baseline,
         objectives=objectives_from_args(args),
-    )
+    ).prepare()  # a setup mistake is said now, before any candidate
 
 
 def ini_options(pairs: Sequence[str]) -> dict[str, str]:

@@ -178,7 +178,7 @@ def _evaluator(task: RemoteTask, root: Path) -> Evaluator:
             arguments = recipe_at(task.recipe, root)
             arguments["limits"] = Limits(**arguments["limits"])
             try:
-                found = _evaluators[key] = Evaluator(**arguments)
+                found = _evaluators[key] = Evaluator(**arguments).prepare()
             except Exception as exc:
                 _evaluators[key] = _say(exc)
                 raise

@@ -56,7 +56,7 @@ _ENDING_REASONS = {
 
 @dataclass(frozen=True)
 class Baseline:
-    """The reference solution's timing, measured once when the Evaluator is built."""
+    """The reference solution's timing, measured once when the Evaluator is prepared."""
 
     collected_s: float | None
 

@@ -3,7 +3,7 @@ candidate.
 
 Real libraries walk frames, call ``gc``, load ``ctypes``, open sockets, read files their
 tests hand them and keep ``time.monotonic`` as a default argument. So the reference runs
-through the same sandbox when the Evaluator is built, and what its monitor reported in each
+through the same sandbox when the Evaluator is prepared, and what its monitor reported in each
 test (and while test modules were imported, and at the session's end) is allowed in the same
 place for every candidate. Assertion operands are compared the same way: a non-plain operand
 counts where the reference's operand at the same place was plain data. Without a reference

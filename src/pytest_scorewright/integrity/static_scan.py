@@ -152,7 +152,7 @@ def scan_path(candidate: Path, reference: SourceScan | None = None) -> list[Reas
 
 
 def reference_scan(reference: Path) -> SourceScan:
-    """The reference's hits and files, scanned once when the Evaluator is built."""
+    """The reference's hits and files, scanned once when the Evaluator is prepared."""
     found = scan_tree(reference)
     hits = list(found.hits)
     for rel, data in found.files.items():

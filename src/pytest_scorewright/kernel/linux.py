@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import os
 from typing import Any
 
-_libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+# The C library the interpreter already links (dlopen(NULL)), not find_library("c"): that
+# runs `ldconfig -p` in a subprocess at import, in every process that imports this.
+_libc = ctypes.CDLL(None, use_errno=True)
 _libc.syscall.restype = ctypes.c_long
 
 CLONE_NEWNS = 0x00020000

@@ -1,0 +1,139 @@
+"""What an Evaluator learns on first use, and how it learns it: the host's capabilities, the
+warm parent and run planner, the trusted collection of the suites' test ids, the reference's
+runs, and the per-test limit calibrated from them."""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from pytest_scorewright.limits import Limits
+from pytest_scorewright.protocol.wire import MAX_MESSAGES
+from pytest_scorewright.sandbox import guarantees, host
+from pytest_scorewright.sandbox.plan import RunPlanner
+from pytest_scorewright.scoring import reference as references
+from pytest_scorewright.scoring.objectives import ObjectiveSet
+from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, message_cap
+from pytest_scorewright.scoring.settings import EvaluatorSettings
+from pytest_scorewright.warm.parent import WarmParent, take_prestarted
+
+
+@dataclasses.dataclass(frozen=True)
+class Dirs:
+    """The trusted directories an Evaluator was given."""
+
+    tests: Path
+    heldout: Path | None
+    reference: Path | None
+
+    @property
+    def suites(self) -> list[Path]:
+        return [t for t in (self.tests, self.heldout) if t is not None]
+
+    def runs(
+        self,
+        visible: Expected,
+        heldout: Expected | None,
+        select: Sequence[str] | None,
+        messages: Mapping[str, int] | None,
+    ) -> list[Suite]:
+        """The runs of one score (no held-out run where ``heldout`` is None), each capped
+        at a multiple of what the reference sent; ``messages`` None: the reference's own
+        runs, trusted to send as much as they do."""
+        suites = [Suite("visible", self.tests, visible, select)]
+        if self.heldout is not None and heldout is not None:
+            suites.append(Suite("held-out", self.heldout, heldout, None))
+        return [
+            dataclasses.replace(
+                s,
+                max_messages=MAX_MESSAGES
+                if messages is None
+                else message_cap(messages.get(s.name, 0), s),
+            )
+            for s in suites
+        ]
+
+
+@dataclasses.dataclass(frozen=True)
+class Prepared:
+    """Everything an Evaluator learns before its first candidate."""
+
+    runner: Runner
+    features: host.Features
+    use_namespaces: bool
+    expected_visible: Expected
+    expected_heldout: Expected
+    reference: references.Reference
+    limits: Limits
+
+    def run(
+        self, candidate: Path, suites: Sequence[Suite], share: float | None = None
+    ) -> tuple[list[Judged], Any, float]:
+        reference = self.reference
+        return self.runner.run_suites(
+            candidate, suites, isolated=reference.isolated, anchors=reference.anchors, share=share
+        )
+
+    def close(self) -> None:
+        close_runner(self.runner)
+
+
+def prepare(settings: EvaluatorSettings, dirs: Dirs, objectives: ObjectiveSet) -> Prepared:
+    """Probe the host, start the warm parent, collect the suites and learn the reference;
+    a setup mistake is a ConfigError."""
+    suites = dirs.suites
+    features = host.probe()
+    use_namespaces = settings.namespaces and features.namespaces_unavailable is None
+    # Every run is forked by the warm parent, a clean single-threaded process; warm=False
+    # forks from this process instead (which must then be single-threaded).
+    warm = None
+    if settings.warm:
+        warm = take_prestarted(settings.preload) or WarmParent(settings.preload)
+    planner = RunPlanner(
+        settings.run_settings(features, use_namespaces=use_namespaces),
+        suites=suites,
+        trusted=[*suites, *([dirs.reference] if dirs.reference else [])],
+        warm=warm is not None,
+    )
+    runner = Runner(planner, warm, settings.limits)
+    try:
+        required = guarantees.required(settings.require_isolation)
+        guarantees.refuse_unless_met(required, guarantees.assess(planner.planned_facts()))
+        found = runner.collect(
+            [(s, s == dirs.heldout) for s in suites], dirs.reference, settings.modules
+        )
+        visible, heldout = found[0], (found[1] if len(found) > 1 else [])
+        reference = references.learn(
+            functools.partial(runner.run_reference, dirs.reference),
+            dirs.runs(visible, heldout, None, None),
+            dirs.reference,
+            tests=dirs.tests,
+            isolation=settings.isolation,
+            baseline=settings.reference_baseline,
+            objectives=objectives,
+        )
+        # Candidates' runs take the per-test limit the reference calibrates.
+        limits = settings.limits.calibrated(reference.slowest_test_s)
+        runner.calibrate(limits)
+    except BaseException:
+        close_runner(runner)
+        raise
+    return Prepared(
+        runner=runner,
+        features=features,
+        use_namespaces=use_namespaces,
+        expected_visible=visible,
+        expected_heldout=heldout,
+        reference=reference,
+        limits=limits,
+    )
+
+
+def close_runner(runner: Runner) -> None:
+    if runner.warm is not None:
+        runner.warm.close()
+        runner.warm = None
+    runner.planner.close()  # runs from here on fork from this process, unprepared
