@@ -92,6 +92,8 @@ class Benchmark:
     rounds: int
     iterations: int = 1
     overhead_s: float = 0.0
+    #: The first call's time, where every round has the same arguments (0: fresh ones).
+    first_s: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -348,6 +350,7 @@ def _test_to_dict(t: TestRecord) -> dict[str, Any]:
             "rounds": b.rounds,
             "iterations": b.iterations,
             "overhead_s": b.overhead_s,
+            "first_s": b.first_s,
         }
     return d
 
@@ -373,6 +376,7 @@ def _benchmark_from(data: Any) -> Benchmark | None:
         rounds=_expect(b["rounds"], int, "benchmark rounds"),
         iterations=_expect(b.get("iterations", 1), int, "benchmark iterations"),
         overhead_s=_number(b.get("overhead_s", 0.0), "benchmark overhead_s"),
+        first_s=_number(b.get("first_s", 0.0), "benchmark first_s"),
     )
 
 

@@ -43,6 +43,7 @@ How it measures:
 from __future__ import annotations
 
 import math
+import random
 import statistics
 import sys
 import time
@@ -51,6 +52,12 @@ from typing import Any
 
 import pytest
 
+from pytest_scorewright.child.timed_results import (
+    PRINTED_ROUNDS,
+    TimedResults,
+    round_print,
+    seeded,
+)
 from pytest_scorewright.protocol import wire
 
 #: Bound once, before any candidate code is imported (see the module docstring).
@@ -130,6 +137,16 @@ class RoundTrips:
         return min(known) if known else 0.0
 
 
+def report_finding(code: str, detail: str) -> None:
+    """Integrity evidence from the fixture, filed by the test process's monitor (and counted
+    by it, as each of its own findings is); nowhere to file it in plugin mode."""
+    from pytest_scorewright.child import monitor
+
+    armed = monitor.armed()
+    if armed is not None:
+        armed.finding(code, detail)
+
+
 def round_trips() -> RoundTrips | None:
     """The round trips to the candidate's process, or None when it is in this process."""
     proxy = sys.modules.get("pytest_scorewright.child.proxy")
@@ -138,9 +155,14 @@ def round_trips() -> RoundTrips | None:
 
 
 def summarize(
-    per_call: list[float], iterations: int, total_s: float, overhead_s: float
+    per_call: list[float],
+    iterations: int,
+    total_s: float,
+    overhead_s: float,
+    first_s: float = 0.0,
 ) -> dict[str, Any]:
-    """The message fields for per-call times (already corrected)."""
+    """The message fields for per-call times (already corrected); ``first_s`` the first
+    call's, where every round has the same arguments (0: fresh arguments)."""
     ordered = sorted(per_call)
     if len(ordered) > 1:
         q1, _, q3 = statistics.quantiles(ordered, n=4, method="inclusive")
@@ -158,6 +180,7 @@ def summarize(
         "stdev_s": stdev,
         "total_s": total_s,
         "overhead_s": overhead_s,
+        "first_s": first_s,
     }
 
 
@@ -208,11 +231,13 @@ class BenchmarkFixture:
         if iterations > 1 and setup is not None:
             raise ValueError("Can't use more than 1 `iterations` with a `setup` function.")
         given = (tuple(args), dict(kwargs or {}))
+        rounds_made = [0]
 
         def arguments() -> tuple[tuple[Any, ...], dict[str, Any]]:
             if setup is None:
                 return given
-            made = setup()
+            made = _seeded_setup(setup, self.fullname, rounds_made[0])
+            rounds_made[0] += 1
             if made:
                 if given[0] or given[1]:
                     raise TypeError(
@@ -228,34 +253,59 @@ class BenchmarkFixture:
             result = _timed_round(target, call_args, call_kwargs, iterations, None)[1]
             if teardown is not None:
                 teardown(*call_args, **call_kwargs)
+        check = TimedResults(same_arguments=setup is None)
         timed: list[tuple[float, int]] = []
-        for _ in range(rounds):
+        prints: list[str] = []
+        rounds_made[0] = 0  # the timed rounds' arguments, the same in every run
+        for index in range(rounds):
             call_args, call_kwargs = arguments()
-            measured, result = _timed_round(target, call_args, call_kwargs, iterations, trips)
+            printed = (
+                round_print((call_args, call_kwargs))
+                if setup is not None and index < PRINTED_ROUNDS
+                else None
+            )
+            copied = check.before((call_args, call_kwargs))
+            pick = check.pick(iterations)
+            measured, result, kept = _timed_round(
+                target, call_args, call_kwargs, iterations, trips, pick
+            )
             timed.append(measured)
+            if index == 0:
+                check.first(kept)
+            check.after(copied, kept)
+            if printed is not None and iterations == 1:
+                prints.append(printed(result))
             if trips is not None:
                 trips.sample()
             if teardown is not None:
                 teardown(*call_args, **call_kwargs)
-        self._record(timed, iterations, trips)
+        self._record(
+            timed, iterations, trips, check.check(target), first_round=setup is None, prints=prints
+        )
         return result
 
     # -- measuring -----------------------------------------------------------------------
 
     def _auto(self, fn: Callable[..., Any], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         trips = round_trips()
+        check = TimedResults(same_arguments=True)
+        check.before((args, kwargs))  # a copy of the arguments before the first call
         # The first call is the result returned, and the calibration's first step.
-        (first, _), result = _timed_round(fn, args, kwargs, 1, trips)
+        (first, made), result, _ = _timed_round(fn, args, kwargs, 1, trips)
+        check.first(result)
         iterations = 1
         elapsed = first
         while elapsed < self.min_time and iterations < MAX_ITERATIONS:
             grow = self.min_time / max(elapsed, 1e-9) * 1.2
             iterations = min(MAX_ITERATIONS, max(iterations * 2, math.ceil(iterations * grow)))
-            (elapsed, _), _ = _timed_round(fn, args, kwargs, iterations, trips)
+            (elapsed, _), _, _ = _timed_round(fn, args, kwargs, iterations, trips)
         timed: list[tuple[float, int]] = []
         spent = 0.0
         while len(timed) < MAX_ROUNDS:
-            measured, _ = _timed_round(fn, args, kwargs, iterations, trips)
+            copied = check.before((args, kwargs))
+            pick = check.pick(iterations)
+            measured, _, kept = _timed_round(fn, args, kwargs, iterations, trips, pick)
+            check.after(copied, kept)
             timed.append(measured)
             if trips is not None:
                 trips.sample()  # a null round trip under the same load, never inside a round
@@ -264,7 +314,7 @@ class BenchmarkFixture:
                 break
             if spent >= self.max_time and len(timed) >= self.min_rounds:
                 break
-        self._record(timed, iterations, trips)
+        self._record(timed, iterations, trips, check.check(fn), cold=(first, made))
         return result
 
     def _record(
@@ -272,24 +322,37 @@ class BenchmarkFixture:
         timed: list[tuple[float, int]],
         iterations: int,
         trips: RoundTrips | None,
+        differs: str | None,
+        *,
+        cold: tuple[float, int] | None = None,
+        first_round: bool = False,
+        prints: list[str] | None = None,
     ) -> None:
+        """``timed``: the rounds. ``first_s`` is the first call's time where every round has
+        the same arguments (a cache serves every round after it): ``cold``, one call made
+        before the rounds, or with ``first_round`` the first round's."""
+        if differs is not None:
+            report_finding("timed_result_differs", f"{self.fullname[:200]}: {differs}")
         seconds = trips.seconds() if trips is not None else 0.0
         per_call = []
         overheads = []
         for elapsed, made in timed:
-            overhead = made * seconds / iterations
-            overheads.append(overhead)
-            floor = max(FLOOR_S, JITTER * overhead)
-            per_call.append(max(elapsed / iterations - overhead, floor))
+            per_call.append(_per_call(elapsed, made, iterations, seconds))
+            overheads.append(made * seconds / iterations)
+        first_s = per_call[0] if first_round else 0.0
+        if cold is not None:
+            first_s = _per_call(*cold, 1, seconds)
         stats = summarize(
             per_call,
             iterations,
             total_s=sum(elapsed for elapsed, _ in timed),
             overhead_s=statistics.median(overheads),
+            first_s=first_s,
         )
         self.stats = stats
         if self._sink is not None:
-            self._sink({"type": wire.BENCHMARK, "nodeid": self.fullname, **stats})
+            extra = {"rounds_printed": prints} if prints else {}
+            self._sink({"type": wire.BENCHMARK, "nodeid": self.fullname, **stats, **extra})
         else:
             self._item.stash[BENCH_STATS] = stats
 
@@ -301,29 +364,53 @@ class BenchmarkFixture:
         self._mode = mode
 
 
+def _seeded_setup(setup: Callable[[], Any], test: str, index: int) -> Any:
+    """``setup()`` with ``random`` seeded for this round (child/timed_results.py): the same
+    arguments in the reference's run and every candidate's. The state is put back after."""
+    state = random.getstate()
+    random.seed(seeded(test, index))
+    try:
+        return setup()
+    finally:
+        random.setstate(state)
+
+
+def _per_call(elapsed: float, made: int, iterations: int, trip_s: float) -> float:
+    """One call's time in a round of ``iterations`` calls that made ``made`` round trips of
+    ``trip_s`` each: never below the floor the round trips' jitter sets."""
+    overhead = made * trip_s / iterations
+    return max(elapsed / iterations - overhead, FLOOR_S, JITTER * overhead)
+
+
 def _timed_round(
     fn: Callable[..., Any],
     args: tuple[Any, ...],
     kwargs: dict[str, Any],
     iterations: int,
     trips: RoundTrips | None,
-) -> tuple[tuple[float, int], Any]:
-    """((seconds, round trips made), the last call's result) of ``iterations`` calls."""
+    pick: int = 0,
+) -> tuple[tuple[float, int], Any, Any]:
+    """((seconds, round trips made), the last call's result, call ``pick``'s result) of
+    ``iterations`` calls."""
     counter = trips.count if trips is not None else None
     before = counter() if counter is not None else 0
     result: Any = None
+    kept: Any = None
     if iterations == 1:
         started = _clock()
         result = fn(*args, **kwargs)
         elapsed = _clock() - started
+        kept = result
     else:
         loop = range(iterations)
         started = _clock()
-        for _ in loop:
+        for index in loop:
             result = fn(*args, **kwargs)
+            if index == pick:
+                kept = result
         elapsed = _clock() - started
     made = counter() - before if counter is not None else 0
-    return (elapsed, made), result
+    return (elapsed, made), result, kept
 
 
 def _positive(value: Any, what: str) -> float:

@@ -683,9 +683,19 @@ def arm(
 ) -> Monitor:
     """Arm the monitor; ``watched`` adds identities of the process's own (child/identities.py
     in the test process)."""
+    global _armed
     monitor = Monitor(fd, candidate_dir, tests_dir, writable, watched)
     sys.addaudithook(monitor.audit)
+    _armed = monitor
     return monitor
+
+
+_armed: Monitor | None = None
+
+
+def armed() -> Monitor | None:
+    """This process's monitor, once armed (the benchmark fixture files findings with it)."""
+    return _armed
 
 
 def skipped_by_candidate(monitor: Monitor, excinfo: Any) -> str | None:

@@ -103,6 +103,12 @@ CODES: Mapping[str, Code] = {
         "a value submitted for an objective in a test where the reference submitted none "
         "(or fewer) of that name",
     ),
+    "timed_result_differs": Code(
+        _G,
+        "monitor",
+        "a benchmark's timed call returned something else than the same call made on the "
+        "same arguments outside the timed rounds (speed bought with wrong answers)",
+    ),
     "benchmark_noisy": Code(
         _H, "parent", "a benchmark's per-call times vary by more than their mean"
     ),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 from pytest_scorewright.integrity.codes import STRENGTH, reason
 from pytest_scorewright.integrity.relative import TrustedRun, runtime_reasons
+from pytest_scorewright.integrity.timed import timed_reasons
 from pytest_scorewright.integrity.verdict import RunTiming, RunVerdict
 from pytest_scorewright.result import Reason, Severity, TestRecord
 
@@ -169,7 +170,10 @@ def assess(
     files the reference ships too."""
     found: list[Reason] = config_reasons(config_files, reference_config)
     for name, verdict in runs:
-        found += runtime_reasons(name, verdict, trusted.get(name) if trusted else None)
+        theirs = trusted.get(name) if trusted else None
+        found += runtime_reasons(name, verdict, theirs)
+        if theirs is not None:
+            found += timed_reasons(name, verdict.timed_prints, theirs.timed_prints)
         found += ending_reasons(name, verdict)
         found += timing_reasons(name, verdict.timing, baseline)
         if name == "held-out" and verdict.error and verdict.ending != "early_exit":

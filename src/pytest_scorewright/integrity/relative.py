@@ -31,6 +31,8 @@ class TrustedRun:
     plain: dict[SideKey, bool] = field(default_factory=dict)
     #: Test modules that announced the trusted bytecode.
     instrumented: frozenset[str] = frozenset()
+    #: Fresh-argument benchmark rounds' prints, by test (integrity/timed.py).
+    timed_prints: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def of(cls, verdict: RunVerdict) -> TrustedRun:
@@ -38,6 +40,7 @@ class TrustedRun:
             findings=frozenset((f.test, f.code) for f in verdict.findings),
             plain=dict(verdict.plain),
             instrumented=frozenset(verdict.instrumented),
+            timed_prints=dict(verdict.timed_prints),
         )
 
 

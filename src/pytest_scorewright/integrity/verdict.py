@@ -133,6 +133,8 @@ class RunVerdict:
     instrumented: set[str] = field(default_factory=set)
     #: Values submitted for objectives, in arrival order.
     submissions: list[Submission] = field(default_factory=list)
+    #: Each fresh-argument benchmark's round prints (child/timed_results.py), by test.
+    timed_prints: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass
@@ -172,6 +174,7 @@ class _Evidence:
     #: Timed rounds claimed by the benchmarks so far, in seconds.
     bench_claimed: float = 0.0
     submissions: list[Submission] = field(default_factory=list)
+    timed_prints: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     def note(self, code: str, detail: str, times: int = 1) -> None:
         # One reason per code, with a count: a flood of forged reports is one finding.
@@ -253,6 +256,7 @@ def judge(
         not_plain=ev.not_plain,
         instrumented=ev.instrumented,
         submissions=ev.submissions,
+        timed_prints=ev.timed_prints,
         timing=RunTiming(
             collected_s=ev.collected_at,
             tests_s=round(max(ev.last_end - start, 0.0), 6),
@@ -356,6 +360,10 @@ def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
         )
 
 
+#: The length of one round print (two 128-bit digests in hex).
+_ROUND_PRINT = 65
+
+
 def _on_benchmark(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
     """A test's benchmark figures: one per test, consistent, and (with every benchmark before
     it) no more timed rounds than the run has been going on the parent's clock."""
@@ -392,7 +400,14 @@ def _on_benchmark(ev: _Evidence, arrived: float, message: dict[str, Any]) -> Non
         rounds=figures["rounds"],
         iterations=figures["iterations"],
         overhead_s=round(float(figures["overhead_s"]), 9),
+        first_s=round(float(figures["first_s"]), 9),
     )
+    prints = message.get("rounds_printed")
+    if prints is not None:
+        if len(prints) > wire.MAX_ROUND_PRINTS or any(len(p) > _ROUND_PRINT for p in prints):
+            ev.note("malformed_message", f"{test[:200]}: more round prints than are sent")
+        else:
+            ev.timed_prints[test] = tuple(prints)
     mean, stdev = figures["mean_s"], figures["stdev_s"]
     if figures["rounds"] >= 5 and mean > 0 and stdev / mean > NOISY_CV:
         ev.note(

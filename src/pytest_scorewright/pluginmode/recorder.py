@@ -218,8 +218,15 @@ def _benchmark(stats: Any) -> Benchmark | None:
             rounds=int(stats["rounds"]),
             iterations=int(stats["iterations"]),
             overhead_s=float(stats["overhead_s"]),
+            first_s=float(stats.get("first_s", 0.0)),
         )
     except (KeyError, TypeError, ValueError):
         return None
-    numbers = (figures.median_s, figures.min_s, figures.iqr_s, figures.overhead_s)
+    numbers = (
+        figures.median_s,
+        figures.min_s,
+        figures.iqr_s,
+        figures.overhead_s,
+        figures.first_s,
+    )
     return figures if all(math.isfinite(n) and n >= 0 for n in numbers) else None

@@ -317,6 +317,9 @@ CTL = "ctl"
 #: limit. The tests left are ``not_run``, with the reason (integrity/verdict.py).
 MAX_TIMEOUTS = 2
 
+#: A fresh-argument benchmark's round prints (child/timed_results.py) in one message, at most.
+MAX_ROUND_PRINTS = 256
+
 #: The warm parent's requests (warm/parent.py asks, warm/server.py answers): run a spec,
 #: stop a run; and its one answer, a run done (with its outcome, or an error).
 WARM_RUN = "run"
@@ -389,8 +392,10 @@ VOCABULARY: Mapping[str, MessageKind] = {
                 "stdev_s": _NUMBER,
                 "total_s": _NUMBER,
                 "overhead_s": _NUMBER,
+                "first_s": _NUMBER,
             },
-            optional={"nodeid": _STR},
+            optional={"nodeid": _STR, "rounds_printed": _LIST},
+            items={"rounds_printed": _STR},
         ),
         MessageKind(
             SUBMIT,

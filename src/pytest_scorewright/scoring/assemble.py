@@ -90,6 +90,7 @@ def assemble(
         policy=policy,
         extra={"candidate": str(candidate), "output": excerpt(observed[0].output)},
         bench_reference=reference.bench if present else None,
+        bench_warm=reference.bench_warm,
         objectives=(lambda credited: objectives.score(submitted, credited)) if objectives else None,
     )
 

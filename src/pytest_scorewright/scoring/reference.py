@@ -59,6 +59,8 @@ class Reference:
     applicability: Mapping[str, ReferenceOutcomes] = dataclasses.field(default_factory=dict)
     #: The reference's benchmark medians, the baseline of ``speedup``.
     bench: Mapping[tuple[bool, str], float] = dataclasses.field(default_factory=dict)
+    #: Of those with the same arguments every round: median over the first call's time.
+    bench_warm: Mapping[tuple[bool, str], float] = dataclasses.field(default_factory=dict)
     #: How many values the reference submitted, by (suite, test, name).
     submission_counts: Mapping[tuple[str, str, str], int] = dataclasses.field(default_factory=dict)
     #: Each objective's value for the reference.
@@ -214,6 +216,7 @@ def _take(
     source = reference_scan(path)
     baseline = Baseline(collected_s=None)
     bench: dict[tuple[bool, str], float] = {}
+    warm: dict[tuple[bool, str], float] = {}
     counts: dict[tuple[str, str, str], int] = {}
     submitted = []
     for name, verdict in runs.runs:
@@ -223,6 +226,10 @@ def _take(
         for record in verdict.records:
             if record.benchmark is not None and record.passed:
                 bench[(record.heldout, record.nodeid)] = record.benchmark.median_s
+                if record.benchmark.first_s > 0:
+                    warm[(record.heldout, record.nodeid)] = (
+                        record.benchmark.median_s / record.benchmark.first_s
+                    )
         for s in verdict.submissions:
             key = (name, s.test, s.name)
             counts[key] = counts.get(key, 0) + 1
@@ -238,6 +245,7 @@ def _take(
         config=tuple(runs.copied.config_files),
         applicability=dict(runs.applicability),
         bench=bench,
+        bench_warm=warm,
         submission_counts=counts,
         objectives=_objective_values(objectives, submitted, runs.runs),
         messages=dict(runs.messages),

@@ -1,0 +1,124 @@
+"""Every timed result counts (child/timed_results.py, results/measure.py): speed bought with
+wrong, deferred or cached answers earns nothing, and an honestly faster program keeps its
+speedup. The task (tests/speed_task) has a benchmark on fixed arguments and a ``pedantic``
+one with fresh random arguments each round whose result the test does not assert."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.result import Benchmark
+from pytest_scorewright.results.measure import credited_median, lower_median
+
+pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
+
+TASK = Path(__file__).resolve().parent / "speed_task"
+CANDIDATES = TASK / "candidates"
+#: No gaming candidate is credited more than this (the round's target).
+MOST_FOR_GAMING = 1.2
+
+
+@pytest.fixture(scope="module")
+def evaluator() -> Iterator[Evaluator]:
+    with Evaluator(TASK / "tests", reference=TASK / "reference", dedupe=False) as made:
+        yield made
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["burst_guess", "last_round_honest", "background_thread", "lazy_result"],
+)
+def test_wrong_or_deferred_timed_answers_are_rejected(evaluator: Evaluator, name: str) -> None:
+    result = evaluator.score(CANDIDATES / f"{name}.py")
+    assert result.integrity.rejected, [r.code for r in result.integrity.reasons]
+    assert result.signal("speedup") is None
+    codes = {r.code for r in result.integrity.reasons}
+    assert codes & {"timed_result_differs", "returned_handle", "assertion_not_plain"}, codes
+
+
+@pytest.mark.parametrize("name", ["memo", "import_table"])
+def test_answers_cached_for_the_same_arguments_earn_no_speedup(
+    evaluator: Evaluator, name: str
+) -> None:
+    result = evaluator.score(CANDIDATES / f"{name}.py")
+    assert result.signal("pass_rate") == 1.0  # right answers: nothing to reject
+    speedup = result.signal("speedup")
+    assert speedup is not None
+    assert speedup <= MOST_FOR_GAMING, result.to_json()
+
+
+def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_about_one(
+    evaluator: Evaluator,
+) -> None:
+    fast = evaluator.score(CANDIDATES / "honest_fast.py")
+    same = evaluator.score(CANDIDATES / "honest_reference.py")
+    for result in (fast, same):
+        assert not result.integrity.flagged, [r.code for r in result.integrity.reasons]
+    # About 10x on this machine (benchmarks/speed_gaming.py compares with pytest-benchmark).
+    assert (fast.signal("speedup") or 0.0) > 3.0, fast.to_json()
+    assert 0.4 < (same.signal("speedup") or 0.0) < 2.5, same.to_json()
+
+
+@settings(
+    max_examples=6,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    gap_ms=st.sampled_from([0.5, 2.0, 20.0]),
+    honest_every=st.integers(min_value=2, max_value=40),
+    guess=st.sampled_from(["n // 9", "n // 10 + 7", "2262", "0"]),
+)
+def test_any_burst_answering_candidate_is_not_credited_speed(
+    evaluator: Evaluator,
+    tmp_path_factory: pytest.TempPathFactory,
+    gap_ms: float,
+    honest_every: int,
+    guess: str,
+) -> None:
+    # A family of timing hacks: calls that follow the last one within gap_ms get a guess,
+    # except every honest_every-th of a burst (a guess at which round a test asserts).
+    source = (CANDIDATES / "honest_reference.py").read_text(encoding="utf-8")
+    source = source.replace("def count_primes(n):", "def _sieve(n):") + (
+        "\nimport time\n_s = {'last': 0.0, 'run': 0}\n\n"
+        "def count_primes(n):\n"
+        "    now = time.monotonic()\n"
+        f"    _s['run'] = _s['run'] + 1 if now - _s['last'] < {gap_ms / 1000!r} else 1\n"
+        f"    burst = n > 1000 and _s['run'] > 1 and _s['run'] % {honest_every} != 0\n"
+        f"    answer = ({guess}) if burst else _sieve(n)\n"
+        "    _s['last'] = time.monotonic()\n"
+        "    return answer\n"
+    )
+    path = tmp_path_factory.mktemp("burst") / "solution.py"
+    path.write_text(source, encoding="utf-8")
+    result = evaluator.score(path)
+    speedup = result.signal("speedup")
+    assert result.integrity.rejected or speedup is None or speedup <= MOST_FOR_GAMING, (
+        gap_ms,
+        honest_every,
+        guess,
+        result.to_json(),
+    )
+
+
+def test_the_combined_speedup_is_not_carried_by_one_test() -> None:
+    assert lower_median([1000.0, 1.0]) == 1.0
+    assert lower_median([1.0, 3.0, 1000.0]) == 3.0
+    assert lower_median([4.0]) == 4.0
+
+
+def test_same_argument_rounds_far_faster_than_the_first_call_are_credited_as_a_cache() -> None:
+    # The reference's rounds were as fast as its first call (warm 1.0); a candidate's first
+    # call took 1 ms and every round after it 10 us: a cache, credited at 1 ms / COLD_SLACK.
+    cached = Benchmark(median_s=1e-5, min_s=1e-5, iqr_s=0.0, rounds=50, first_s=1e-3)
+    assert credited_median(cached, 1.0) == pytest.approx(2.5e-4)
+    honest = Benchmark(median_s=4e-4, min_s=4e-4, iqr_s=0.0, rounds=50, first_s=1e-3)
+    assert credited_median(honest, 1.0) == 4e-4  # within the slack: as measured
+    fresh = Benchmark(median_s=1e-5, min_s=1e-5, iqr_s=0.0, rounds=50, first_s=0.0)
+    assert credited_median(fresh, 1.0) == 1e-5  # fresh arguments: no first call to go by
