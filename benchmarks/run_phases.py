@@ -34,7 +34,9 @@ DEFAULT_TASK = Path(__file__).resolve().parent.parent / "tests" / "corpus" / "nu
 
 
 def phases(evaluator: Evaluator, candidate: Path) -> dict[str, float]:
-    (visible,) = evaluator._suites(evaluator.expected_visible, None, with_heldout=False)
+    (visible,) = evaluator._dirs.runs(
+        evaluator.expected_visible, None, None, evaluator.reference.messages
+    )
     run = evaluator._runner.launch(
         candidate, visible, (), evaluator.limits.timeout_s, evaluator.isolated
     )

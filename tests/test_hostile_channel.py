@@ -278,7 +278,8 @@ def test_an_interrupt_while_runs_are_in_flight_ends_them_before_it_propagates(
     os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
     try:
         with _evaluator(task, workdir=work) as ev:
-            before = set(work.iterdir())  # the fixed root, if any
+            ev.prepare()  # the fixed root, if any, is made when the evaluator is prepared
+            before = set(work.iterdir())
             interrupter = threading.Thread(target=_interrupt_when_runs_start)
             interrupter.start()
             with pytest.raises(KeyboardInterrupt):

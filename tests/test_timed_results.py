@@ -20,8 +20,11 @@ pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
 TASK = Path(__file__).resolve().parent / "speed_task"
 CANDIDATES = TASK / "candidates"
-#: No gaming candidate is credited more than this (the round's target).
-MOST_FOR_GAMING = 1.2
+#: No gaming candidate is credited more than this: the round's target is 1.2 on a quiet
+#: machine (benchmarks/speed_gaming.py); here, beside the rest of the suite under -n 2, the
+#: reference scored against itself reads 0.7-1.3, so the bound leaves room for that noise
+#: (uncaught, a cache read 4-40x).
+MOST_FOR_GAMING = 1.6
 
 
 @pytest.fixture(scope="module")
@@ -63,6 +66,10 @@ def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_ab
     # About 10x on this machine (benchmarks/speed_gaming.py compares with pytest-benchmark).
     assert (fast.signal("speedup") or 0.0) > 3.0, fast.to_json()
     assert 0.4 < (same.signal("speedup") or 0.0) < 2.5, same.to_json()
+    # A speedup above 1.5 is measured again in a fresh process, credited at the slower.
+    claimed, credited = fast.extra["speedup_measured"]
+    assert credited == fast.signal("speedup")
+    assert credited <= claimed
 
 
 @settings(

@@ -8,6 +8,7 @@ machinery is in ``scoring/``: the settings, the runs, the reference, the assembl
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import threading
 import time
@@ -23,13 +24,14 @@ from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox import guarantees, host
-from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
+from pytest_scorewright.sandbox.workspace import CopyReport, require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.assemble import assemble, infrastructure_result, unscored_result
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.prepared import Dirs, Prepared, prepare
-from pytest_scorewright.scoring.runs import Expected, Runner, Suite
+from pytest_scorewright.scoring.remeasure import keep_the_slower, remeasured_suite
+from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
 from pytest_scorewright.suite.collect import module_name_mistake
 
@@ -230,6 +232,27 @@ class Evaluator:
         for _ in range(self._settings.repeats):
             ((again, _),), _, _ = ready.run(path, suites[:1], visible_s)
             repeats.append(again.timing.tests_s)
+        result = self._assemble(ready, path, suites, judged, copied, repeats)
+        narrowed = remeasured_suite(result, suites[0])
+        if narrowed is None:
+            return result
+        ((again, _),), _, _ = ready.run(path, [narrowed], visible_s)
+        keep_the_slower(judged[0][0], again)
+        claimed = result.signal("speedup")
+        result = self._assemble(ready, path, suites, judged, copied, repeats)
+        measured = {"speedup_measured": [claimed, result.signal("speedup")]}
+        return dataclasses.replace(result, extra={**result.extra, **measured})
+
+    def _assemble(
+        self,
+        ready: Prepared,
+        path: Path,
+        suites: Sequence[Suite],
+        judged: Sequence[Judged],
+        copied: CopyReport,
+        repeats: list[float],
+    ) -> ScoreResult:
+        reference = ready.reference
         return assemble(
             path,
             [(suite.name, run) for suite, run in zip(suites, judged, strict=True)],
