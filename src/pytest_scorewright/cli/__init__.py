@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.cli import commands
@@ -15,6 +15,13 @@ from pytest_scorewright.cli.options import add_evaluator_options, add_fitness_op
 from pytest_scorewright.errors import ScorewrightError
 
 __all__ = ["build_parser", "main"]
+
+
+def _scores_candidates(p: argparse.ArgumentParser, func: Callable[..., int]) -> None:
+    """The options every command that builds an Evaluator shares, and its handler."""
+    add_evaluator_options(p)
+    add_fitness_options(p)
+    p.set_defaults(func=func)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -40,9 +47,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="RATE",
         help="Exit 1 when the credited pass rate is below RATE (0-1), for CI",
     )
-    add_evaluator_options(p)
-    add_fitness_options(p)
-    p.set_defaults(func=commands.cmd_score)
+    _scores_candidates(p, commands.cmd_score)
 
     p = sub.add_parser("score-many", help="Score many candidates at once, one result file each")
     p.add_argument("candidates", nargs="+", metavar="CANDIDATE")
@@ -53,9 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="Write one ScoreResult a line as each candidate finishes (- for stdout)",
     )
     p.add_argument("-j", "--jobs", type=whole_number(1), default=2, help="Candidates at once")
-    add_evaluator_options(p)
-    add_fitness_options(p)
-    p.set_defaults(func=commands.cmd_score_many)
+    _scores_candidates(p, commands.cmd_score_many)
 
     p = sub.add_parser("leaderboard", help="Rank ScoreResult files by a fitness function")
     p.add_argument("results", nargs="+", metavar="RESULT.json")
