@@ -8,7 +8,9 @@ per variant, interleaved; in the instrumented variant the operands go down a rea
 drained by a thread, as they go to the parent in a sandboxed run. Reported: the median time
 per assertion of each variant, the difference (the cost of one re-check, in the child), and
 the bytes sent per assertion. The parent's side (decoding and re-evaluating) is timed too,
-on the messages the run produced.
+on the messages the run produced. Last, a loop of ``10 x --asserts`` calls of a small
+function in a test, both ways: what observing every call's result costs (one message per
+site and test; the rest is the check of its type).
 
 Usage::
 
@@ -58,6 +60,17 @@ def test_list():
 """
 
 
+CALLS_SOURCE = """
+def f(i):
+    return i
+
+
+def test_calls():
+    for i in range({calls}):
+        f(i)
+"""
+
+
 def compiled(source: str, *, instrumented: bool) -> types.CodeType:
     tree = ast.parse(source)
     asserts = instrument_before(tree, "test_bench.py") if instrumented else {}
@@ -102,12 +115,17 @@ def main(argv: list[str] | None = None) -> int:
     recheck.PER_TEST = 10**9  # time every assertion, not the first 200 of each test
     recheck.PER_RUN_BYTES = 10**12
     instrumented = load(compiled(source, instrumented=True))
+    calls_source = CALLS_SOURCE.format(calls=args.asserts * 10)
+    calls_plain = load(compiled(calls_source, instrumented=False))
+    calls_instrumented = load(compiled(calls_source, instrumented=True))
     per_kind = max(1, args.asserts // 5)
     count = 5 * per_kind
-    times: dict[str, list[float]] = {"pytest": [], "instrumented": []}
+    times: dict[str, list[float]] = {"pytest": [], "instrumented": [], "calls": [], "wrapped": []}
     for _ in range(args.runs):
         times["pytest"].append(time_once(plain))
         times["instrumented"].append(time_once(instrumented))
+        times["calls"].append(time_once(calls_plain))
+        times["wrapped"].append(time_once(calls_instrumented))
     os.close(write)
     reader.join(timeout=10)
     messages = FrameReader(max_total=1 << 34).feed(bytes(received))
@@ -127,6 +145,11 @@ def main(argv: list[str] | None = None) -> int:
     print(f"sent:                   {len(received) / max(rechecks, 1):8.1f} bytes per assertion")
     print(f"parent, decode + check: {1e6 * parent_s / max(rechecks, 1):8.2f} us per assertion")
     print(f"(list operand: {args.size} integers)")
+    calls = args.asserts * 10
+    plain_call = statistics.median(times["calls"]) / calls
+    wrapped_call = statistics.median(times["wrapped"]) / calls
+    print(f"a call in a test:       {1e6 * plain_call:8.3f} us (pytest's bytecode)")
+    print(f"the same call, wrapped: {1e6 * wrapped_call:8.3f} us (its result's kind observed)")
     return 0
 
 

@@ -67,28 +67,56 @@ _VALUES: dict[str, st.SearchStrategy[Any]] = {
     "list": st.lists(_WORDS, min_size=1, max_size=4, unique=True),
 }
 
+#: Every answer agrees, computed rather than constant, so that the source scan does not see
+#: it: what catches it must be what the run observed.
 AGREEABLE_LIAR = """
+def _agree(self, other, *rest):
+    return other == other
+
+
+def _refuse(self, other, *rest):
+    return other != other
+
+
+def _zero(self, other):
+    return other - other
+
+
+def _nothing(self, *args):
+    return float(len(args) - len(args))
+
+
+def _itself(self, *args):
+    return self
+
+
 class Liar:
-    def __eq__(self, other): return True
-    def __ne__(self, other): return False
-    def __le__(self, other): return True
-    def __ge__(self, other): return True
-    def __lt__(self, other): return False
-    def __gt__(self, other): return False
-    def __hash__(self): return 0
-    def __sub__(self, other): return 0.0
-    __rsub__ = __add__ = __radd__ = __mul__ = __rmul__ = __truediv__ = __sub__
-    def __abs__(self): return 0.0
-    def __round__(self, n=None): return self
-    def __float__(self): return 0.0
-    def __contains__(self, item): return True
-    def __len__(self): return 1
-    def __bool__(self): return True
-    def __iter__(self): return iter(())
-    def __getitem__(self, key): return self
-    def __getattr__(self, name): return lambda *args, **kwargs: self
-    def __str__(self): return ""
-    def __format__(self, spec): return ""
+    __eq__ = __le__ = __ge__ = __contains__ = _agree
+    __ne__ = __lt__ = __gt__ = _refuse
+    __hash__ = object.__hash__
+    __sub__ = __rsub__ = __add__ = __radd__ = __mul__ = __rmul__ = __truediv__ = _zero
+    __abs__ = __float__ = _nothing
+    __round__ = __getitem__ = _itself
+
+    def __len__(self):
+        return len(KEEP)
+
+    def __bool__(self):
+        return KEEP == KEEP
+
+    def __iter__(self):
+        return iter(KEEP[len(KEEP):])
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: self
+
+    def __str__(self):
+        return "".join(KEEP[len(KEEP):])
+
+    __format__ = _itself
+
+
+KEEP = ["x"]
 
 
 def f(i):
@@ -178,13 +206,16 @@ _CASES = st.lists(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(cases=_CASES)
+@pytest.mark.parametrize("isolation", ["auto", "in-process"])
 def test_liars_pass_no_test_a_plain_wrong_value_would_not(
-    cases: list[tuple[Style, Any]], tmp_path_factory: pytest.TempPathFactory
+    isolation: str, cases: list[tuple[Style, Any]], tmp_path_factory: pytest.TempPathFactory
 ) -> None:
     root = tmp_path_factory.mktemp("styles")
     _suite(root, cases)
-    with Evaluator(root / "tests", reference=root / "reference.py") as evaluator:
-        assert evaluator.isolated  # the default for a suite the reference passes apart
+    reference = root / "reference.py"
+    with Evaluator(root / "tests", reference=reference, isolation=isolation) as evaluator:
+        # "auto" puts the candidate apart for a suite the reference passes apart.
+        assert evaluator.isolated is (isolation == "auto")
         honest = evaluator.score(root / "reference.py")
         agreeable = evaluator.score(root / "agreeable.py")
         subclass = evaluator.score(root / "subclass.py")

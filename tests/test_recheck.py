@@ -8,6 +8,7 @@ import collections
 import importlib.util
 import marshal
 import os
+import sys
 import types
 import unittest
 import unittest.mock
@@ -72,7 +73,13 @@ def channel() -> Iterator[int]:
     os.close(write)
 
 
-def _messages(read: int) -> list[dict[str, Any]]:
+def _messages(read: int, *, calls: bool = False) -> list[dict[str, Any]]:
+    """What arrived: the re-checked assertions (and the module's announcement), or with
+    ``calls`` only the call results."""
+    return [m for m in _frames(read) if (m.get("op") == "returned") is calls]
+
+
+def _frames(read: int) -> list[dict[str, Any]]:
     os.set_blocking(read, False)
     data = b""
     while True:
@@ -119,6 +126,111 @@ def test_passing_assertions_send_their_operands_and_failing_ones_send_nothing(
         module.test_fails()
     assert "where 3 = f(1)" in str(info.value)  # pytest's own message, untouched
     assert _messages(channel) == []
+
+
+RESULTS_SUITE = """
+import collections
+import solution
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def test_results():
+    solution.plain()
+    assert solution.own() is not None
+    solution.pair()
+    solution.text()
+    solution.plain()
+    for _ in range(3):
+        solution.own()
+    Pair(1, 2)
+    solution.color()
+"""
+
+RESULTS_CANDIDATE = """
+import collections
+import enum
+
+
+class Color(str, enum.Enum):
+    RED = "red"
+
+
+def color():
+    return Color.RED
+
+
+class Own:
+    pass
+
+
+class Text(str):
+    def startswith(self, *args):
+        return True
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+def plain():
+    return [1, 2]
+
+
+def own():
+    return Own()
+
+
+def pair():
+    return Pair(1, 2)
+
+
+def text():
+    return Text("x")
+"""
+
+
+def test_every_call_in_the_tests_says_once_per_site_whether_it_returned_the_candidates_own(
+    tmp_path: Path, channel: int
+) -> None:
+    candidate = tmp_path / "candidate"
+    candidate.mkdir()
+    (candidate / "solution.py").write_text(RESULTS_CANDIDATE)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_results.py").write_text(RESULTS_SUITE)
+    made = rewritten_suite(tests)
+    code = marshal.loads(next(iter(made.values()))[16:])  # noqa: S302
+    spec = importlib.util.spec_from_file_location("solution", candidate / "solution.py")
+    assert spec is not None
+    assert spec.loader is not None
+    solution = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(solution)
+    module = types.ModuleType("test_results")
+    module.__dict__["solution"] = solution
+    monitor = cast(Monitor, types.SimpleNamespace(candidate_dir=f"{candidate}/"))
+    child.attach(os.dup(channel + 1), monitor)  # the write end the fixture made
+    try:
+        sys.modules["solution"] = solution
+        exec(code, module.__dict__)  # noqa: S102 - the trusted module's own bytecode
+        _frames(channel)
+        module.test_results()
+    finally:
+        sys.modules.pop("solution", None)
+    sent = [(m["site"].split(":", 1)[1], m["sides"][0]) for m in _messages(channel, calls=True)]
+    # The candidate's own class and its str subclass with a method of its own count; its
+    # namedtuple and its str Enum (a plain tuple's and str's behaviour: the Enum's own
+    # methods are the standard library's) and the test's own do not. Once per site.
+    assert sent == [
+        ("9:4#0", {"v": None}),
+        ("10:11#0", {"np": "solution.Own", "own": True}),
+        ("11:4#0", {"v": None}),
+        ("12:4#0", {"np": "solution.Text", "own": True}),
+        ("13:4#0", {"v": None}),
+        ("14:13#0", {"v": None}),
+        ("15:8#0", {"np": "solution.Own", "own": True}),
+        ("16:4#0", {"v": None}),
+        ("17:4#0", {"v": None}),
+    ]
 
 
 def test_unittest_assertions_are_rechecked_only_when_they_are_unittests_own(

@@ -142,9 +142,9 @@ CODES: Mapping[str, Code] = {
     "returned_handle": Code(
         _G,
         "monitor",
-        "with the candidate apart, a call returned an object of the candidate's own (which "
-        "answers the test's operators and methods) where the reference's calls in the same "
-        "test returned plain data",
+        "a call returned an object of the candidate's own (which answers the test's operators "
+        "and methods) where the reference's call at the same site of the same test returned "
+        "plain data",
     ),
     "handle_given_value": Code(
         _G,

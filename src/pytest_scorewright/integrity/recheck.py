@@ -33,11 +33,16 @@ OPS: Mapping[str, Callable[[list[Any]], bool]] = {
     "<=": lambda s: bool(s[0] <= s[1]),
     ">": lambda s: bool(s[0] > s[1]),
     ">=": lambda s: bool(s[0] >= s[1]),
+    # Not an assertion: a call's result in the trusted tests, told only as plain data or the
+    # candidate's own object (child/recheck.py ``returned``); held against the reference's.
+    "returned": lambda s: True,
 }
 #: How many operands each comparison has.
 ARITY: Mapping[str, int] = {
-    op: 1 if op in ("is None", "is not None", "truth", "not") else 2 for op in OPS
+    op: 1 if op in ("is None", "is not None", "truth", "not", "returned") else 2 for op in OPS
 }
+#: The operand index under which a call's result is kept (its place has no operands).
+RETURNED = -1
 
 
 class Undecodable(Exception):

@@ -17,6 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pytest_scorewright.integrity.codes import reason
+from pytest_scorewright.integrity.recheck import RETURNED
 from pytest_scorewright.integrity.verdict import RunVerdict, SideKey
 from pytest_scorewright.result import Reason, TestRecord
 
@@ -76,9 +77,25 @@ def _where(test: str) -> str:
 
 
 def _not_plain(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> list[Reason]:
+    """The first call result and the first assertion operand held against the reference."""
+    found: dict[str, Reason] = {}
     for key, seen in verdict.not_plain.items():
         test, site, index = key
         reference_plain = trusted.plain.get(key) if trusted is not None else None
+        if index == RETURNED:
+            # Only where the reference's call at that site returned plain data: not where it
+            # got an object of its own too, nor where it never made the call.
+            if reference_plain is True:
+                found.setdefault(
+                    "returned_handle",
+                    reason(
+                        "returned_handle",
+                        f"{name} run: in {test[:200]}: the call at {site} returned a "
+                        f"{seen.type_name}, an object of the candidate's own, where the "
+                        "reference's call there returned plain data",
+                    ),
+                )
+            continue
         if reference_plain is True:
             why = "where the reference's was plain data"
         elif reference_plain is None and seen.own:
@@ -86,14 +103,15 @@ def _not_plain(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> li
         else:
             continue
         side = ("left", "right")[index] if index < 2 else f"#{index}"
-        return [
+        found.setdefault(
+            "assertion_not_plain",
             reason(
                 "assertion_not_plain",
                 f"{name} run: in {test[:200]}: the assertion at {site} passed on a "
                 f"{seen.type_name} ({side} operand), {why}",
-            )
-        ]
-    return []
+            ),
+        )
+    return list(found.values())
 
 
 def _missing_instrumentation(

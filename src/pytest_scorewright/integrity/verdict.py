@@ -500,7 +500,7 @@ def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
     for index, side in enumerate(sides):
         if side.skipped:
             continue
-        key = (test, site, index)
+        key = (test, site, recheck.RETURNED if op == "returned" else index)
         if key not in ev.plain and len(ev.plain) >= MAX_RECHECK_KEYS:
             continue
         ev.plain[key] = ev.plain.get(key, True) and side.plain

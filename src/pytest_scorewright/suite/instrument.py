@@ -72,7 +72,8 @@ def instrument_before(tree: ast.Module, path: str) -> Asserts:
 
 
 def instrument_after(tree: ast.Module, path: str, asserts: Asserts) -> None:
-    """The second pass, on pytest's rewritten tree: send the operands of passing asserts."""
+    """The second pass, on pytest's rewritten tree: send the operands of passing asserts,
+    and route every call's result through ``returned``."""
     for body in _bodies(tree):
         index = 0
         while index < len(body):
@@ -81,7 +82,36 @@ def instrument_after(tree: ast.Module, path: str, asserts: Asserts) -> None:
                 body.insert(index + 1, check)
                 index += 1
             index += 1
+    _CallResults(path).visit(tree)
     ast.fix_missing_locations(tree)
+
+
+class _CallResults(ast.NodeTransformer):
+    """``f(x)`` -> ``@sw_recheck.returned(site, f(x))``: the value is untouched; what kind it
+    is (the candidate's own object, or not) is told to the parent once per test and site,
+    which sets it against the reference's run at the same site. After pytest's rewriting,
+    so its failure messages, built from the original source, still show ``f(x)``. Every
+    node of a rewritten assert carries the assert's position: an ordinal per position tells
+    its calls apart."""
+
+    _OURS = frozenset({"@py_builtins", "@pytest_ar", _RECHECK, _BUILTINS})
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self.ordinals: dict[tuple[int, int], int] = {}
+
+    def visit_Call(self, node: ast.Call) -> ast.expr:
+        self.generic_visit(node)
+        root = node.func
+        while isinstance(root, (ast.Attribute, ast.Call, ast.Subscript)):
+            root = root.func if isinstance(root, ast.Call) else root.value
+        if isinstance(root, ast.Name) and root.id in self._OURS:
+            return node
+        where = (getattr(node, "lineno", 0), getattr(node, "col_offset", 0))
+        ordinal = self.ordinals.get(where, 0)
+        self.ordinals[where] = ordinal + 1
+        site = f"{self.path}:{where[0]}:{where[1]}#{ordinal}"
+        return ast.copy_location(_call("returned", ast.Constant(site), node), node)
 
 
 def _what(test: ast.expr) -> str:
