@@ -156,36 +156,63 @@ def test_a_caller_killed_at_any_moment_of_a_run_leaves_nothing_behind(
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _kill_the_caller_mid_run(hang: Path, work: Path, after: float = 0.0) -> None:
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+@pytest.mark.parametrize(
+    "how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"]
+)
+@pytest.mark.parametrize("after", [0.3, 2.0])
+def test_a_caller_stopped_by_any_signal_leaves_nothing_behind(
+    tmp_path: Path, after: float, how: signal.Signals, warm: bool
+) -> None:
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
+    work = Path(tempfile.mkdtemp(prefix="sw-stopped-caller-"))
+    os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+    try:
+        _kill_the_caller_mid_run(slow, work, after=after, how=how, warm=warm)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _kill_the_caller_mid_run(
+    hang: Path,
+    work: Path,
+    after: float = 0.0,
+    how: signal.Signals = signal.SIGKILL,
+    *,
+    warm: bool = True,
+) -> None:
     script = (
         "import os, sys, time\n"
         "from pytest_scorewright.evaluator import Evaluator\n"
         "from pytest_scorewright.limits import Limits\n"
         f"ev = Evaluator({str(TASK / 'tests')!r}, heldout={str(TASK / 'heldout')!r}, "
         f"reference={str(TASK / 'reference')!r}, limits=Limits(timeout_s=120, cpu_s=120), "
-        f"workdir={str(work)!r})\n"
-        "print(ev._runner.warm._proc.pid, flush=True)\n"
+        f"workdir={str(work)!r}, warm={warm!r}).prepare()\n"
+        "warm, janitor = ev._runner.warm, ev._runner.planner.janitor\n"
+        "keeper = warm if warm is not None else janitor\n"
+        "print(keeper._proc.pid, flush=True)\n"
         f"ev.score({str(hang)!r})\n"
     )
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert caller.stdout is not None
-    warm_pid = int(caller.stdout.readline())
+    keeper_pid = int(caller.stdout.readline())
     deadline = time.monotonic() + 20
     while not sandbox_processes(caller.pid) and time.monotonic() < deadline:
         time.sleep(0.05)  # until both runs spin in their sandboxes
     assert sandbox_processes(caller.pid), "the runs never started"
     time.sleep(after)
-    caller.send_signal(signal.SIGKILL)
+    caller.send_signal(how)
     caller.wait()
     caller.stdout.close()
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
-        _state(warm_pid) not in ("gone", "Z")
+        _state(keeper_pid) not in ("gone", "Z")
         or bool(sandbox_processes(caller.pid))
         or any(work.iterdir())
     ):
         time.sleep(0.05)
-    assert _state(warm_pid) in ("gone", "Z")
+    assert _state(keeper_pid) in ("gone", "Z")  # the warm parent or janitor ended too
     assert sandbox_processes(caller.pid) == []  # PID 1 of each run died with its job
     assert list(work.iterdir()) == []  # run work dirs and the fixed root, removed
 

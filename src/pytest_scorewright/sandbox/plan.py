@@ -33,6 +33,7 @@ from pytest_scorewright.protocol.wire import (
 from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.guarantees import Facts
 from pytest_scorewright.sandbox.host import Features
+from pytest_scorewright.sandbox.janitor import Janitor
 from pytest_scorewright.sandbox.workspace import Workspace
 from pytest_scorewright.suite.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.suite.prepared import STARTABLE_PLUGINS
@@ -145,6 +146,9 @@ class RunPlanner:
         # Suites whose initial conftest.py each run must load before configuring.
         self._early = {t: needs_early_conftest(t) for t in suites}
         self.fixed_root, self._unprepared_why = self._fixed_root_if_possible(suites, warm)
+        #: Without a warm parent, this process forks its runs itself: a janitor removes
+        #: their work dirs if it dies mid-run (sandbox/janitor.py).
+        self.janitor = None if warm else Janitor()
 
     # -- a run ------------------------------------------------------------------------------
 
@@ -152,7 +156,9 @@ class RunPlanner:
         """A fresh work dir for one run: the candidate, a copy of ``tests`` with its rewritten
         bytecode, a private home; handed to the run's uid where there is one."""
         s = self.settings
-        workspace = Workspace.create(candidate, s.module, tests, base=s.workdir, support=s.support)
+        workspace = Workspace.create(
+            candidate, s.module, tests, base=s.workdir, support=s.support, janitor=self.janitor
+        )
         try:
             lay_down(self._rewritten.get(tests, {}), workspace.tests)
             (workspace.root / _INI).write_text(s.ini_text, encoding="utf-8")
@@ -162,6 +168,8 @@ class RunPlanner:
                 if self._subordinate is None:  # else the run's own process (in the namespace)
                     hand_over([str(p) for p in _own_dirs(workspace)], uid)
             workspace.uid = uid
+            if self.janitor is not None and uid is not None:
+                self.janitor.made(workspace.root, uid)
         except BaseException:
             workspace.remove()
             raise
@@ -399,10 +407,14 @@ class RunPlanner:
         return f"parsed in each run: {self._unprepared_why}"
 
     def close(self) -> None:
-        """Remove the fixed root; runs from here on are planned without one."""
+        """Remove the fixed root; runs from here on are planned without one (and without a
+        janitor: the caller is closing)."""
         if self.fixed_root is not None:
             self._remove_fixed_root()
             self.fixed_root = None
+        if self.janitor is not None:
+            self.janitor.close()
+            self.janitor = None
 
     # -- once per Evaluator -----------------------------------------------------------------
 

@@ -20,12 +20,22 @@ import os
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.sandbox import subids
+
+
+class WorkDirKeeper(Protocol):
+    """Told of each work dir made and removed (sandbox/janitor.py's Janitor)."""
+
+    def made(self, root: Path, uid: int | None = None) -> None: ...
+
+    def removed(self, root: Path) -> None: ...
+
 
 #: Files a candidate might use to steer pytest or the interpreter. Never read; their presence
 #: is reported.
@@ -132,6 +142,8 @@ class Workspace:
     report: CopyReport
     #: The sandbox uid the run's own files were handed to, if any (sandbox/plan.py).
     uid: int | None = None
+    #: Told once the work dir is gone (the janitor of a caller without a warm parent).
+    on_removed: Callable[[Path], None] | None = None
 
     @property
     def chome(self) -> Path:
@@ -149,9 +161,14 @@ class Workspace:
         tests: Path,
         base: Path | None = None,
         support: Sequence[Path] = (),
+        janitor: WorkDirKeeper | None = None,
     ) -> Workspace:
         root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
+        if janitor is not None:  # before anything is copied in
+            janitor.made(root)
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
+        if janitor is not None:
+            ws.on_removed = janitor.removed
         for private in (ws.home, ws.chome, ws.shared):
             private.mkdir()
         if candidate.is_dir() and (candidate / "__init__.py").is_file():
@@ -187,16 +204,23 @@ class Workspace:
         )
 
     def remove(self) -> None:
-        shutil.rmtree(self.root, ignore_errors=True)
-        if os.path.lexists(self.root):
-            # A run of the caller's uid may have made its directories read-only (or
-            # unreadable), which stops the caller's rmtree: give them back their owner's
-            # permissions, then remove.
-            _open_for_removal(str(self.root))
-            shutil.rmtree(self.root, ignore_errors=True)
-        if os.path.lexists(self.root) and self.uid is not None and os.geteuid() != 0:
-            # Files of the run's own uid (subordinate ids) its job could not hand back.
-            subids.remove_left(str(self.root))
+        remove_work_dir(self.root, self.uid)
+        if self.on_removed is not None:
+            self.on_removed(self.root)
+
+
+def remove_work_dir(root: Path, uid: int | None) -> None:
+    """Remove a run's work dir (``uid``: the sandbox uid its files were handed to)."""
+    shutil.rmtree(root, ignore_errors=True)
+    if os.path.lexists(root):
+        # A run of the caller's uid may have made its directories read-only (or
+        # unreadable), which stops the caller's rmtree: give them back their owner's
+        # permissions, then remove.
+        _open_for_removal(str(root))
+        shutil.rmtree(root, ignore_errors=True)
+    if os.path.lexists(root) and uid is not None and os.geteuid() != 0:
+        # Files of the run's own uid (subordinate ids) its job could not hand back.
+        subids.remove_left(str(root))
 
 
 def _open_for_removal(top: str) -> None:
