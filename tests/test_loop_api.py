@@ -3,6 +3,7 @@ content scored once, a pass-rate gate for CI, the failures listed, Ctrl-C ending
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -113,3 +114,30 @@ def test_ctrl_c_ends_score_many_with_one_line_and_every_result_kept(tmp_path: Pa
     assert "Traceback" not in err
     kept = int(last.split(": ")[2].split("/")[0])
     assert len(os.listdir(out)) == kept
+    before = {name: os.stat(out / name).st_mtime_ns for name in os.listdir(out)}
+    resumed = _cli(*caller.args[3:], "--resume")  # type: ignore[index]
+    assert resumed.returncode == 0, resumed.stderr
+    assert f"--resume: {kept}/6 already scored" in resumed.stderr
+    assert len(os.listdir(out)) == 6
+    assert all(os.stat(out / name).st_mtime_ns == t for name, t in before.items())
+
+
+def test_resume_appends_to_a_jsonl_cut_short_and_skips_what_it_holds(tmp_path: Path) -> None:
+    source = (TASK / "reference" / "solution.py").read_text(encoding="utf-8")
+    candidates = []
+    for i in range(3):
+        path = tmp_path / f"c{i}.py"
+        path.write_text(source + f"\n# {i}\n", encoding="utf-8")
+        candidates.append(str(path.resolve()))
+    lines = tmp_path / "results.jsonl"
+    common = ["--tests", str(TASK / "tests"), "--reference", str(TASK / "reference")]
+    first = _cli("score-many", *candidates[:2], *common, "--jsonl", str(lines))
+    assert first.returncode == 0, first.stderr
+    whole = lines.read_text(encoding="utf-8")
+    lines.write_text(whole + '{"ok": true, "err', encoding="utf-8")  # killed mid-line
+    again = _cli("score-many", *candidates, *common, "--jsonl", str(lines), "--resume")
+    assert again.returncode == 0, again.stderr
+    assert "--resume: 2/3 already scored" in again.stderr
+    written = lines.read_text(encoding="utf-8").splitlines()
+    assert len(written) == 3
+    assert sorted(json.loads(line)["extra"]["candidate"] for line in written) == candidates

@@ -58,6 +58,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="Write one ScoreResult a line as each candidate finishes (- for stdout)",
     )
     p.add_argument("-j", "--jobs", type=whole_number(1), default=2, help="Candidates at once")
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="Skip candidates whose result is already in --out-dir / --jsonl (append to it)",
+    )
     _scores_candidates(p, commands.cmd_score_many)
 
     p = sub.add_parser("leaderboard", help="Rank ScoreResult files by a fitness function")

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_scorewright.cli.options import evaluator_from_args, fitness_from_args
-from pytest_scorewright.errors import ConfigError, OutputPathError
+from pytest_scorewright.errors import ConfigError, OutputPathError, ScorewrightError
 from pytest_scorewright.fitness import with_fitness
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
 from pytest_scorewright.results.summary import failure_lines, fitness_of, summary_lines
@@ -95,11 +95,18 @@ def cmd_score_many(args: argparse.Namespace) -> int:
     from pytest_scorewright.sandbox.workspace import require_candidate
 
     out_dir = Path(args.out_dir) if args.out_dir is not None else None
-    paths = [require_candidate(c, "candidate") for c in args.candidates]
-    names = _result_names(paths)
+    every = [require_candidate(c, "candidate") for c in args.candidates]
+    every_name = _result_names(every)
     if out_dir is not None:
-        check_writable(out_dir / names[0])
-    stream = _open_stream(args.jsonl)
+        check_writable(out_dir / every_name[0])
+    kept = _kept(every, every_name, out_dir, args.jsonl) if args.resume else set()
+    if kept:
+        print(f"scorewright: --resume: {len(kept)}/{len(every)} already scored", file=sys.stderr)
+    paths = [p for i, p in enumerate(every) if i not in kept]
+    names = [n for i, n in enumerate(every_name) if i not in kept]
+    if not paths:
+        return 0
+    stream = _open_stream(args.jsonl, append=args.resume)
     fitness, meta = fitness_from_args(args)
     progress = sys.stderr.isatty()
     started = last_line = time.monotonic()
@@ -154,15 +161,60 @@ def cmd_score_many(args: argparse.Namespace) -> int:
     return 0
 
 
-def _open_stream(target: str | None) -> TextIO | None:
-    """The JSON Lines stream of ``--jsonl``: stdout for ``-``, else a file made empty now."""
+def _kept(
+    paths: Sequence[Path], names: Sequence[str], out_dir: Path | None, jsonl: str | None
+) -> set[int]:
+    """``--resume``: the candidates whose result is already in every output asked for (a
+    result of ours, ``infrastructure``, is scored again)."""
+    wanted: list[set[int]] = []
+    if out_dir is not None:
+        wanted.append({i for i, name in enumerate(names) if _kept_file(out_dir / name)})
+    if jsonl is not None and jsonl != "-":
+        where = {str(p): i for i, p in enumerate(paths)}
+        wanted.append({where[c] for c in _kept_lines(Path(jsonl)) if c in where})
+    return set.intersection(*wanted) if wanted else set()
+
+
+def _kept_file(path: Path) -> bool:
+    try:
+        return not ScoreResult.read(path).infrastructure
+    except (OSError, ScorewrightError):
+        return False
+
+
+def _kept_lines(path: Path) -> list[str]:
+    """The candidates of the whole lines of a JSON Lines file; a last line cut short (the
+    caller was killed while writing it) is cut off, so that what is appended stays whole."""
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return []
+    whole = data[: data.rfind(b"\n") + 1]
+    if len(whole) != len(data):
+        with path.open("r+b") as fh:
+            fh.truncate(len(whole))
+    found = []
+    for line in whole.splitlines():
+        try:
+            result = ScoreResult.from_json(line)
+        except ScorewrightError:
+            continue
+        candidate = result.extra.get("candidate")
+        if isinstance(candidate, str) and not result.infrastructure:
+            found.append(candidate)
+    return found
+
+
+def _open_stream(target: str | None, *, append: bool = False) -> TextIO | None:
+    """The JSON Lines stream of ``--jsonl``: stdout for ``-``, else a file made empty now
+    (added to, with ``--resume``)."""
     if target is None:
         return None
     if target == "-":
         return sys.stdout
     path = check_writable(target)
     try:
-        return path.open("w", encoding="utf-8")
+        return path.open("a" if append else "w", encoding="utf-8")
     except OSError as exc:
         raise OutputPathError(
             f"cannot write the results to {target!r}: {exc.strerror}; "
