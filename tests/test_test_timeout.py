@@ -3,6 +3,7 @@ one test and the run goes on; the candidate's budget still bounds the whole."""
 
 from __future__ import annotations
 
+import re
 import textwrap
 from pathlib import Path
 
@@ -65,8 +66,9 @@ def _config(result: ScoreResult) -> str:
         {},  # the session started in the warm parent: the limit must reach the run
         {"env": {"PYTEST_ADDOPTS": ""}},  # pytest.main in each run
         {"warm": False},  # forked from this process
+        {"isolation": "in-process"},  # the candidate's frames in the test's traceback
     ],
-    ids=["started-in-warm-parent", "main-in-run", "no-warm-parent"],
+    ids=["started-in-warm-parent", "main-in-run", "no-warm-parent", "in-process"],
 )
 def test_a_hanging_test_costs_one_test_and_the_run_goes_on(
     tmp_path: Path, source: str, how: dict[str, object]
@@ -86,6 +88,9 @@ def test_a_hanging_test_costs_one_test_and_the_run_goes_on(
     }
     hung = next(t for t in result.tests if t.outcome == "timeout")
     assert "Timeout (>1.0s) from pytest-timeout" in (hung.message or "")
+    # Where the candidate was stuck: its own frame (apart, its process's stack; in process,
+    # the traceback), never ours or the standard library's.
+    assert re.search(r"\(the candidate was at solution\.py:[2-5] in work\)$", hung.message or "")
     assert hung.duration_s is not None
     assert 0.9 < hung.duration_s < 10
     assert result.signal("pass_rate") == pytest.approx(3 / 4)

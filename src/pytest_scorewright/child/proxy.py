@@ -34,6 +34,7 @@ import importlib.machinery
 import importlib.util
 import itertools
 import os
+import re
 import socket
 import sys
 import threading
@@ -104,6 +105,8 @@ class Session:
         #: The fastest null round trip to the current candidate process, timed before it had
         #: imported any candidate code: the most the benchmark fixture subtracts for one.
         self.trusted_trip: float | None = None
+        #: Where the candidate was when a test last timed out in a call to it.
+        self.stuck_at: str | None = None
 
     # -- the link -----------------------------------------------------------------------------
 
@@ -179,6 +182,17 @@ class Session:
             with contextlib.suppress(Exception):
                 self.request("check")
 
+    def _where_stuck(self) -> str | None:
+        """The candidate's own innermost frame, as ``file:line in function``, asked of the
+        spawner (which has the candidate's process write its stack); None if it cannot say."""
+        try:
+            self.spawner.sendall(b"w")
+            size = int.from_bytes(_recv_exactly(self.spawner, 2), "big")
+            dump = _recv_exactly(self.spawner, size).decode("utf-8", "replace")
+        except (OSError, ValueError):
+            return None
+        return innermost_candidate_frame(dump)
+
     def _why_it_ended(self) -> None:
         """Ask the spawner how the candidate's process ended in the middle of a call: a crash
         (a signal: SIGSEGV, a limit) is an honest failure; an exit is os._exit or the like,
@@ -232,6 +246,12 @@ class Session:
             ) from None
         except RemoteError as exc:
             raise self.exception(exc.error) from None
+        except BaseException as exc:
+            # pytest-timeout's Failed (an outcome, not an Exception), raised here while the
+            # candidate worked: where it was is what the timeout's message should say.
+            if type(exc).__name__ == "Failed" and "Timeout" in str(exc):
+                self.stuck_at = self._where_stuck()
+            raise
         try:
             return answer if raw else self.decode(answer)
         except values.NotPlainData as exc:
@@ -667,6 +687,32 @@ def _note_handle_returned(session: Session, target: StandIn, name: str | None, v
         # trip, and an exception of its choosing).
         callee = name or target.__dict__.get("__qualname__") or type(target).__name__
         session.note_handle("returned_handle", f"{callee} returned an object of its own")
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    got = b""
+    while len(got) < size:
+        chunk = sock.recv(size - len(got))
+        if not chunk:
+            raise OSError("the spawner closed the socket")
+        got += chunk
+    return got
+
+
+_FRAME = re.compile(r'^\s*File "([^"]+)", line (\d+) in (\S+)', re.MULTILINE)
+
+
+def innermost_candidate_frame(dump: str) -> str | None:
+    """From faulthandler's dump (most recent call first), the first frame outside this
+    package and the standard library, as ``file:line in function`` (the file relative to
+    the candidate's directory where the path shows it)."""
+    stdlib = os.path.dirname(os.__file__) + "/"
+    for path, line, function in _FRAME.findall(dump):
+        if "/pytest_scorewright/" in path or path.startswith(stdlib) or path.startswith("<"):
+            continue
+        shown = path.split("/candidate/", 1)[1] if "/candidate/" in path else path
+        return f"{shown[-120:]}:{line} in {function[:80]}"
+    return None
 
 
 def _pairs(found: Any) -> list[tuple[str, Any]]:

@@ -9,9 +9,11 @@ non-daemon thread or buffered finaliser runs after pytest.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 import sys
 from collections.abc import Generator
+from types import TracebackType
 
 import pytest
 
@@ -42,6 +44,8 @@ class ChildReporter:
         self.config: pytest.Config | None = None
         self.session: pytest.Session | None = None
         self.timeouts = 0
+        #: Where the candidate was when a test timed out (by test id, until its report).
+        self.stuck: dict[str, str | None] = {}
 
     def pytest_configure(self, config: pytest.Config) -> None:
         self.config = config
@@ -73,8 +77,30 @@ class ChildReporter:
                     self.monitor.finding(
                         "skip_from_candidate", f"{where} raised {kind} inside {item.nodeid}"
                     )
+            if kind == "Failed" and "Timeout" in str(excinfo.value):
+                self.stuck[item.nodeid] = self._where_stuck(excinfo, self.monitor.candidate_dir)
         report: pytest.TestReport = yield
         return report
+
+    @staticmethod
+    def _where_stuck(excinfo: pytest.ExceptionInfo[BaseException], candidate: str) -> str | None:
+        """Where the candidate was when the test timed out: its innermost frame in the
+        traceback (in process), or what its own process's stack said (apart, child/proxy.py)."""
+        # Apart only: the test process imports the proxy module only then (never here).
+        apart = sys.modules.get("pytest_scorewright.child.proxy")
+        session = getattr(apart, "_current", None)
+        if session is not None:
+            found, session.stuck_at = session.stuck_at, None
+            return str(found) if found else None
+        where = None
+        tb: TracebackType | None = excinfo.tb
+        while tb is not None:
+            code = tb.tb_frame.f_code
+            if code.co_filename.startswith(candidate):
+                rel = code.co_filename[len(candidate) :]
+                where = f"{rel[-120:]}:{tb.tb_lineno} in {code.co_name[:80]}"
+            tb = tb.tb_next
+        return where
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         items = session.items
@@ -101,6 +127,10 @@ class ChildReporter:
             _audit(CANARY_EVENT, report.nodeid)
             recheck.new_test()
         reduced = reduce_report(report)
+        stuck = self.stuck.pop(report.nodeid, None) if report.when == "call" else None
+        if reduced.timed_out and stuck:
+            message = f"{reduced.message} (the candidate was at {stuck})"
+            reduced = dataclasses.replace(reduced, message=bound_message(message))
         send(self.fd, {"type": wire.REPORT, **reduced.to_wire()})
         if reduced.timed_out and not reduced.subtest:
             self.timeouts += 1

@@ -18,6 +18,7 @@ neither ptrace it nor read its memory or descriptors through /proc.
 from __future__ import annotations
 
 import contextlib
+import faulthandler
 import os
 import select
 import signal
@@ -67,10 +68,13 @@ def run_worker(
 
 def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
     """Answer the test process: ``s`` asks for a candidate process (one end of its socket
-    comes back), ``?`` asks how the last one ended (its wait status as text, once it has)."""
+    comes back), ``?`` asks how the last one ended (its wait status as text, once it has),
+    ``w`` where the last one is (its stack, as faulthandler writes it: a test timed out in a
+    call to it)."""
     spawned = 0
     ended: dict[int, int] = {}  # candidate processes reaped: pid -> wait status
     last: int | None = None
+    stack: int | None = None  # the read end of the last one's stack pipe
     pidfd: int | None = None
     with contextlib.suppress(AttributeError, OSError):
         pidfd = os.pidfd_open(worker)
@@ -96,6 +100,12 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
                     how = _how_it_ended(last, worker, ended) if last is not None else "none"
                     with contextlib.suppress(OSError):
                         requests.sendall(how.encode()[:60].ljust(60))
+                elif asked == b"w":
+                    text = b""
+                    if last is not None and stack is not None and last not in ended:
+                        text = _stack_of(last, stack)
+                    with contextlib.suppress(OSError):
+                        requests.sendall(len(text).to_bytes(2, "big") + text)
                 elif spawned < MAX_SPAWNS:
                     spawned += 1
                     if last is not None and last not in ended:
@@ -103,13 +113,53 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
                         # timeout): it may still be busy with that call; one at a time.
                         with contextlib.suppress(ProcessLookupError):
                             os.kill(last, signal.SIGKILL)
-                    last = _answer_with_candidate(spec, requests)
+                    if stack is not None:
+                        os.close(stack)
+                    last, stack = _answer_with_candidate(spec, requests)
                 else:
                     requests.close()
                     open_requests = False
     finally:
         if pidfd is not None:
             os.close(pidfd)
+        if stack is not None:
+            os.close(stack)
+
+
+#: The most of a candidate process's stack sent back, and how long it may take to come.
+_STACK_BYTES = 8000
+_STACK_WAIT_S = 0.5
+
+
+def _stack_of(pid: int, stack: int) -> bytes:
+    """Ask the candidate's process for its stack (SIGUSR2: faulthandler writes every thread's
+    frames into the pipe from its C signal handler, however busy the Python code is); what
+    arrives within a moment, bounded. Whatever it writes is the candidate's: the test process
+    keeps only file names and line numbers, cleaned."""
+    with contextlib.suppress(BlockingIOError, OSError):
+        while os.read(stack, 65536):  # anything written before: not this answer
+            pass
+    try:
+        os.kill(pid, signal.SIGUSR2)
+    except ProcessLookupError:
+        return b""
+    got = b""
+    wait = _STACK_WAIT_S
+    while len(got) < _STACK_BYTES:
+        ready, _, _ = select.select([stack], [], [], wait)
+        if not ready:
+            break
+        try:
+            chunk = os.read(stack, _STACK_BYTES - len(got))
+        except BlockingIOError:
+            continue
+        except OSError:
+            break
+        if not chunk:
+            break
+        got += chunk
+        wait = 0.05  # the rest of the dump follows at once
+    return got
 
 
 def _reap_some(worker: int, ended: dict[int, int]) -> int | None:
@@ -145,29 +195,37 @@ def _how_it_ended(pid: int, worker: int, ended: dict[int, int]) -> str:
     return f"signal {-code}" if code < 0 else f"exit {code}"
 
 
-def _answer_with_candidate(spec: SandboxSpec, requests: socket.socket) -> int:
+def _answer_with_candidate(spec: SandboxSpec, requests: socket.socket) -> tuple[int, int]:
+    """Fork a candidate process; its pid and the read end of the pipe its stack comes by."""
     for_test, for_candidate = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    stack_read, stack_write = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the candidate's process; tested end to end
         requests.close()
         for_test.close()
-        _candidate_process(spec, for_candidate)
+        os.close(stack_read)
+        _candidate_process(spec, for_candidate, stack_write)
     for_candidate.close()
+    os.close(stack_write)
+    os.set_blocking(stack_read, False)
     with contextlib.suppress(OSError):
         socket.send_fds(requests, [b"c"], [for_test.fileno()])
     for_test.close()
-    return pid
+    return pid, stack_read
 
 
-def _candidate_process(spec: SandboxSpec, sock: socket.socket) -> NoReturn:
+def _candidate_process(spec: SandboxSpec, sock: socket.socket, stack: int) -> NoReturn:
     plan = spec.candidate
     try:
         assert plan is not None  # noqa: S101 - only forked in process isolation
-        # Nothing of the spawner's but the call socket and stdio: above all not a control
-        # or message pipe of the run, which the candidate could write to.
-        keep = sock.fileno()
-        os.closerange(3, keep)
-        os.closerange(keep + 1, 1 << 20)
+        # Nothing of the spawner's but the call socket, the stack pipe and stdio: above all
+        # not a control or message pipe of the run, which the candidate could write to.
+        keep = sorted((sock.fileno(), stack))
+        os.closerange(3, keep[0])
+        os.closerange(keep[0] + 1, keep[1])
+        os.closerange(keep[1] + 1, 1 << 20)
+        # Where it is when a test times out in a call to it (the spawner asks: ``w``).
+        faulthandler.register(signal.SIGUSR2, file=stack, all_threads=True, chain=False)
         _hide(spec.hide)
         confine_worker(plan)
         from pytest_scorewright.child.apart.candidate import start
