@@ -265,3 +265,39 @@ def test_a_budget_longer_than_the_loops_own_timeout_is_refused_at_setup() -> Non
 
     with pytest.raises(ScorewrightError, match="longer than OpenEvolve's evaluator timeout 20s"):
         adapter.evaluator(TASK / "tests", reference=TASK / "reference", timeout=30, loop_timeout=20)
+
+
+FLAKY = ROOT / "tests" / "flaky_task"
+
+
+def test_confirm_re_scores_only_a_program_that_would_lead_through_real_openevolve(
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "evaluate_confirm.py"
+    path.write_text(
+        "from pytest_scorewright.openevolve import evaluator\n"
+        f"_ev = evaluator({str(FLAKY / 'tests')!r}, reference={str(FLAKY / 'reference')!r},\n"
+        "               timeout=8, confirm=5, reference_repeats=12, dedupe=False)\n"
+        "evaluate = _ev.evaluate\n"
+    )
+    config = openevolve_config.load_config(str(EXAMPLE / "config.yaml"))
+    config.evaluator.cascade_evaluation = False
+    evaluator = openevolve_evaluator.Evaluator(config.evaluator, str(path))
+    steady = (FLAKY / "candidates" / "steady.py").read_text()
+    first = asyncio.run(evaluator.evaluate_program(steady, "steady"))
+    # The first program leads: confirmed, and a steady one keeps its score.
+    assert first["scorewright_found_score"] == first["scorewright_confirmed_score"]
+    assert first["combined_score"] == first["scorewright_confirmed_score"]
+    again = asyncio.run(evaluator.evaluate_program(steady, "steady-again"))
+    assert "scorewright_confirmed_score" not in again  # ties the best: not re-scored
+
+
+def test_confirm_counts_in_the_refusal_of_a_budget_longer_than_the_loops_timeout() -> None:
+    from pytest_scorewright import openevolve as adapter
+
+    with pytest.raises(ScorewrightError, match="12 tries of timeout 5s"):
+        adapter.evaluator(
+            TASK / "tests", reference=TASK / "reference", timeout=5, confirm=5, loop_timeout=60
+        )
+    with pytest.raises(ScorewrightError, match="confirm must be a whole number"):
+        adapter.evaluator(TASK / "tests", reference=TASK / "reference", confirm=-1)

@@ -23,6 +23,7 @@ from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.results import repeats as repeated
 from pytest_scorewright.sandbox import guarantees, host
 from pytest_scorewright.sandbox.workspace import CopyReport, require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
@@ -170,13 +171,22 @@ class Evaluator:
     # -- scoring -----------------------------------------------------------------------------
 
     def score(
-        self, candidate: PathLike, *, only: Sequence[str] | None = None, heldout: bool = True
+        self,
+        candidate: PathLike,
+        *,
+        only: Sequence[str] | None = None,
+        heldout: bool = True,
+        repeats: int = 1,
     ) -> ScoreResult:
         """Score one candidate: a ``.py`` file (run as ``<module>.py``) or a directory.
 
         ``only`` limits the visible run to those test ids (a quick first stage);
-        ``heldout=False`` skips the held-out run.
+        ``heldout=False`` skips the held-out run; ``repeats=k`` measures it k times, each
+        signal at its mean with a 95% interval and flaky tests named in ``extra.repeats``
+        (results/repeats.py).
         """
+        if repeats != 1:
+            return self._repeated(candidate, repeats, only=only, heldout=heldout)
         path = require_candidate(candidate, "candidate")
         if self._file_mistake is not None and path.is_file():
             raise ConfigError(self._file_mistake)  # a setup mistake, never a candidate's 0
@@ -214,6 +224,28 @@ class Evaluator:
             return infrastructure_result(
                 path, error, time.monotonic() - started, limits=ready.limits
             )
+
+    def confirm(self, candidate: PathLike, k: int = 5, **options: Any) -> ScoreResult:
+        """Measure ``candidate`` k more times and credit each signal at the worse end of its
+        95% interval (a pass rate at its Wilson lower bound): what a loop should promote on
+        before calling a candidate its best. ``extra.repeats`` keeps the means and intervals;
+        ``extra.confirmed`` says it was confirmed."""
+        combined = self._repeated(candidate, k, **options)
+        if not repeated.settled(combined):
+            return combined
+        confirmed = repeated.conservative(combined)
+        return dataclasses.replace(confirmed, extra={**confirmed.extra, "confirmed": k})
+
+    def _repeated(self, candidate: PathLike, k: int, **options: Any) -> ScoreResult:
+        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+            raise ConfigError(f"repeats must be a whole number of 1 or more, not {k!r}")
+        results = []
+        with self._seen.bypassed():  # each repeat a measurement of its own
+            for _ in range(k):
+                results.append(self.score(candidate, **options))
+                if not repeated.settled(results[-1]):
+                    break
+        return repeated.combine(results)
 
     def score_source(self, code: str, **options: Any) -> ScoreResult:
         """Score program text (an RL environment's completion) as ``<module>.py``; ``options``

@@ -108,9 +108,14 @@ class ScorewrightOpenEvolve:
         stage1_fraction: float,
         meta: Mapping[str, str] | None = None,
         retries: int = 1,
+        confirm: int = 0,
     ) -> None:
         self.evaluator = evaluator
         self.retries = max(0, retries)
+        #: Re-scores of a program that would become the best so far (0: none).
+        self.confirm = confirm
+        self.best_confirmed: float | None = None
+        self._best_lock = threading.Lock()
         self.fitness = fitness
         self.meta = dict(meta or {})
         visible = [nodeid for nodeid, _ in evaluator.expected_visible]
@@ -139,11 +144,38 @@ class ScorewrightOpenEvolve:
         result = self._score(program_path, quick=quick)
         outcome = self.fitness.evaluate(result, self.meta)
         metrics = to_metrics(result, self.fitness, self.meta, outcome=outcome)
+        if not quick and self._would_lead(metrics):
+            result, outcome, metrics = self._confirmed(program_path, metrics)
         if quick and "combined_score" in metrics:
             metrics["combined_score"] *= STAGE1_DISCOUNT
         # OpenEvolve merges stage 2 over stage 1's dict: say which stage the numbers are from.
         metrics[PREFIX + "stage"] = 1.0 if quick else 2.0
         return _package(metrics, artifacts(result, outcome, self.heldout))
+
+    def _would_lead(self, metrics: Mapping[str, float]) -> bool:
+        found = metrics.get("combined_score")
+        if not self.confirm or found is None:
+            return False
+        with self._best_lock:
+            return self.best_confirmed is None or found > self.best_confirmed
+
+    def _confirmed(
+        self, program_path: str, found: Mapping[str, float]
+    ) -> tuple[ScoreResult, Any, dict[str, float]]:
+        """A program that would be the best so far, measured ``confirm`` more times and
+        credited at the worse end of each interval (Evaluator.confirm): the loop keeps it
+        as best only if that still leads. Both figures go to the metrics."""
+        result = self.evaluator.confirm(program_path, self.confirm)
+        outcome = self.fitness.evaluate(result, self.meta)
+        metrics = to_metrics(result, self.fitness, self.meta, outcome=outcome)
+        metrics[PREFIX + "found_score"] = found["combined_score"]
+        confirmed = metrics.get("combined_score")
+        if confirmed is not None:
+            metrics[PREFIX + "confirmed_score"] = confirmed
+            with self._best_lock:
+                if self.best_confirmed is None or confirmed > self.best_confirmed:
+                    self.best_confirmed = confirmed
+        return result, outcome, metrics
 
     def _score(self, program_path: str, *, quick: bool) -> ScoreResult:
         """The program's result, scored again while a run fails for a reason of ours; raises
@@ -169,8 +201,25 @@ def _package(metrics: dict[str, float], found: dict[str, str]) -> Any:
     return EvaluationResult(metrics=metrics, artifacts=dict(found))
 
 
-def _refuse_outliving_the_loop(timeout: float, retries: int, loop_timeout: float) -> None:
-    tries, grace = 1 + max(0, retries), Limits().grace_s
+def _check(
+    timeout: float,
+    retries: int,
+    loop_timeout: float | None,
+    confirm: int,
+    stage1_fraction: float,
+) -> None:
+    if not isinstance(confirm, int) or isinstance(confirm, bool) or confirm < 0:
+        raise ScorewrightError(f"confirm must be a whole number of 0 or more, not {confirm!r}")
+    if loop_timeout is not None:
+        _refuse_outliving_the_loop(timeout, retries, loop_timeout, confirm)
+    if not 0 < stage1_fraction <= 1:
+        raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
+
+
+def _refuse_outliving_the_loop(
+    timeout: float, retries: int, loop_timeout: float, confirm: int = 0
+) -> None:
+    tries, grace = (1 + max(0, retries)) * (1 + max(0, confirm)), Limits().grace_s
     if tries * (timeout + grace) > loop_timeout:
         raise ScorewrightError(
             f"a call can take {tries * (timeout + grace):g}s ({tries} tries of timeout "
@@ -199,6 +248,7 @@ def evaluator(
     isolation: str = "auto",
     test_timeout: float | None = None,
     loop_timeout: float | None = None,
+    confirm: int = 0,
     **options: Any,
 ) -> ScorewrightOpenEvolve:
     """The warm evaluator for this process: built once per configuration, reused by every
@@ -211,11 +261,11 @@ def evaluator(
     is passed on as it is. ``loop_timeout``: OpenEvolve's own ``evaluator.timeout`` (its
     config.yaml), which it waits for one call and then abandons the call without stopping it:
     refused here unless every call of ours, retries included, ends within it, so no
-    abandoned call keeps a worker busy and no program is stored as a timeout because of us."""
-    if loop_timeout is not None:
-        _refuse_outliving_the_loop(timeout, retries, loop_timeout)
-    if not 0 < stage1_fraction <= 1:
-        raise ScorewrightError(f"stage1_fraction must be in (0, 1], not {stage1_fraction}")
+    abandoned call keeps a worker busy and no program is stored as a timeout because of us.
+    ``confirm=k``: a program whose score would be the best so far is measured k more times
+    and credited at the worse end of each 95% interval (``Evaluator.confirm``), with
+    ``scorewright_found_score`` and ``scorewright_confirmed_score`` in its metrics."""
+    _check(timeout, retries, loop_timeout, confirm, stage1_fraction)
     key = (
         str(Path(tests).resolve()),
         str(Path(heldout).resolve()) if heldout else None,
@@ -234,6 +284,7 @@ def evaluator(
         tuple(sorted((k, repr(v)) for k, v in (objectives or {}).items())),
         isolation,
         test_timeout,
+        confirm,
         tuple(sorted((k, repr(v)) for k, v in options.items())),
         os.getpid(),  # a forked worker process builds its own
     )
@@ -253,5 +304,7 @@ def evaluator(
                 isolation=isolation,
                 **options,
             ).prepare()  # a setup mistake fails the loop's start, not every program
-            _cache[key] = ScorewrightOpenEvolve(core, scorer, stage1_fraction, meta, retries)
+            _cache[key] = ScorewrightOpenEvolve(
+                core, scorer, stage1_fraction, meta, retries, confirm
+            )
         return _cache[key]

@@ -24,6 +24,22 @@ from pytest_scorewright.result import TestRecord
 #: Reference outcomes that say the test does not apply here (skipped by a condition, or
 #: marked as an expected failure, whether it then failed or passed).
 INAPPLICABLE = frozenset({"skipped", "xfailed", "xpassed"})
+FLAKY = "its outcomes across its runs: "
+
+
+def flaky_tests(runs: Sequence[Iterable[TestRecord]]) -> dict[str, str]:
+    """Tests whose outcome differs between the reference's runs (``reference_repeats``),
+    each with its outcomes (``passed 2, failed 1``)."""
+    seen: dict[str, list[str]] = {}
+    for records in runs:
+        for record in records:
+            if record.outcome != "not_run":  # a run stopped early says nothing of it
+                seen.setdefault(record.nodeid, []).append(record.outcome)
+    return {
+        nodeid: ", ".join(f"{o} {outcomes.count(o)}" for o in sorted(set(outcomes)))
+        for nodeid, outcomes in seen.items()
+        if len(set(outcomes)) > 1
+    }
 
 
 @dataclass(frozen=True)
@@ -46,18 +62,29 @@ class ReferenceOutcomes:
     baseline_failures: int = 0
 
     @classmethod
-    def of(cls, records: Iterable[TestRecord], *, baseline: bool) -> ReferenceOutcomes:
+    def of(
+        cls,
+        records: Iterable[TestRecord],
+        *,
+        baseline: bool,
+        flaky: Mapping[str, str] | None = None,
+    ) -> ReferenceOutcomes:
+        """``flaky``: node id -> how the reference's own runs of it differed."""
         excluded: dict[str, TestRecord] = {}
         failing: list[TestRecord] = []
         for record in records:
-            if record.outcome in INAPPLICABLE:
+            if flaky and record.nodeid in flaky:
+                excluded[record.nodeid] = replace(record, message=FLAKY + flaky[record.nodeid])
+            elif record.outcome in INAPPLICABLE:
                 excluded[record.nodeid] = record
             elif not record.passed:
                 if baseline:
                     excluded[record.nodeid] = record
                 else:
                     failing.append(record)
-        baseline_failures = sum(r.outcome not in INAPPLICABLE for r in excluded.values())
+        baseline_failures = sum(
+            r.outcome not in INAPPLICABLE and not _flaky(r) for r in excluded.values()
+        )
         return cls(excluded, failing, baseline_failures)
 
     def apply(self, records: Iterable[TestRecord]) -> list[TestRecord]:
@@ -66,7 +93,8 @@ class ReferenceOutcomes:
 
     def _apply(self, record: TestRecord) -> TestRecord:
         reference = self.excluded[record.nodeid]
-        why = f"the reference {_verb(reference.outcome)} it"
+        verb = "is flaky in" if _flaky(reference) else _verb(reference.outcome)
+        why = f"the reference {verb} it"
         first = (reference.message or "").strip().splitlines()
         if first:  # its first line only, so that this run's outcome stays in view
             why += f" ({first[0][:200]})"
@@ -80,6 +108,10 @@ class ReferenceOutcomes:
             message=bound_message(f"not applicable: {why}; {own}"),
             reference_outcome=reference.outcome,
         )
+
+
+def _flaky(reference: TestRecord) -> bool:
+    return (reference.message or "").startswith(FLAKY)
 
 
 def _verb(outcome: str) -> str:

@@ -70,9 +70,20 @@ class SeenResults:
         self.enabled = enabled
         self._results: OrderedDict[str, ScoreResult] = OrderedDict()
         self._lock = threading.Lock()
+        self._local = threading.local()
+
+    @contextlib.contextmanager
+    def bypassed(self) -> Iterator[None]:
+        """In this thread, neither answer from nor remember: repeats measure again."""
+        before = getattr(self._local, "off", False)
+        self._local.off = True
+        try:
+            yield
+        finally:
+            self._local.off = before
 
     def key(self, path: Path, only: Sequence[str] | None, heldout: bool) -> str | None:
-        if not self.enabled:
+        if not self.enabled or getattr(self._local, "off", False):
             return None
         return content_key(path, tuple(only) if only is not None else None, heldout)
 

@@ -114,6 +114,7 @@ def prepare(settings: EvaluatorSettings, dirs: Dirs, objectives: ObjectiveSet) -
             isolation=settings.isolation,
             baseline=settings.reference_baseline,
             objectives=objectives,
+            repeats=settings.reference_repeats,
         )
         # Candidates' runs take the per-test limit the reference calibrates.
         limits = settings.limits.calibrated(reference.slowest_test_s)

@@ -23,7 +23,7 @@ from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.protocol.wire import Anchor
 from pytest_scorewright.result import TestRecord
 from pytest_scorewright.sandbox.workspace import CopyReport
-from pytest_scorewright.scoring.applicable import ReferenceOutcomes
+from pytest_scorewright.scoring.applicable import ReferenceOutcomes, flaky_tests
 from pytest_scorewright.scoring.objectives import ObjectiveSet, Submitted
 from pytest_scorewright.scoring.runs import Judged, Suite
 
@@ -86,6 +86,7 @@ def learn(
     isolation: Isolation,
     baseline: bool,
     objectives: ObjectiveSet,
+    repeats: int = 1,
 ) -> Reference:
     """Run the reference (``path``) on ``suites`` and keep what it shows; without one, only
     the isolation (``auto`` is then in process) and the suite's literals."""
@@ -96,7 +97,7 @@ def learn(
             isolation_why=why,
             literals=suite_literals(tests, None),
         )
-    trial = _Trial(run, suites, isolation=isolation, baseline=baseline)
+    trial = _Trial(run, suites, isolation=isolation, baseline=baseline, repeats=repeats)
     chosen, isolated, why = trial.choose()
     return _take(chosen, path, tests, isolated, why, objectives)
 
@@ -107,6 +108,8 @@ class _Trial:
     suites: Sequence[Suite]
     isolation: Isolation
     baseline: bool
+    #: Runs of each suite: a test whose outcome differs between them is flaky.
+    repeats: int = 1
 
     def choose(self) -> tuple[_ReferenceRuns, bool, str]:
         """The reference's runs to learn from, whether apart, and why. Apart when asked, or
@@ -146,9 +149,13 @@ class _Trial:
         trial = ("-x",) if isolated and self.isolation == "auto" and not self.baseline else ()
         suites = [dataclasses.replace(s, extra_args=trial) for s in self.suites]
         judged, copied = self.run(suites, isolated)
+        again = [self.run(suites, isolated)[0] for _ in range(self.repeats - 1)]
         found = _ReferenceRuns(runs=[], copied=copied)
-        for suite, (verdict, observed) in zip(suites, judged, strict=True):
-            found.add(suite.name, verdict, len(observed.messages), baseline=self.baseline)
+        for index, (suite, (verdict, observed)) in enumerate(zip(suites, judged, strict=True)):
+            flaky = flaky_tests([verdict.records, *(run[index][0].records for run in again)])
+            found.add(
+                suite.name, verdict, len(observed.messages), baseline=self.baseline, flaky=flaky
+            )
         return found
 
 
@@ -164,7 +171,15 @@ class _ReferenceRuns:
     problem: str | None = None
     fix: str = ""
 
-    def add(self, name: str, verdict: RunVerdict, messages: int, *, baseline: bool) -> None:
+    def add(
+        self,
+        name: str,
+        verdict: RunVerdict,
+        messages: int,
+        *,
+        baseline: bool,
+        flaky: Mapping[str, str] | None = None,
+    ) -> None:
         self.messages[name] = messages
         self.runs.append((name, verdict))
         odd_stream = [r for r in verdict.reasons if r.severity == "tamper"]
@@ -176,7 +191,7 @@ class _ReferenceRuns:
                 f"({odd_stream[0].detail}): scorewright cannot judge candidates on this "
                 "suite; report it with the suite"
             )
-        applicability = ReferenceOutcomes.of(verdict.records, baseline=baseline)
+        applicability = ReferenceOutcomes.of(verdict.records, baseline=baseline, flaky=flaky)
         self.applicability[name] = applicability
         failing = applicability.failing
         odd = [a.not_plain for v in verdict.anchors.values() for a in v if a.not_plain]

@@ -61,7 +61,10 @@ class EvaluatorSettings:
     - ``require_isolation``: refuse to score (``ConfigError``, before any run) where one of
       these guarantees cannot be met here: ``True`` for all, or names from
       ``sandbox.guarantees.GUARANTEES`` (docs/sandbox.md).
-    - ``repeats``: run the visible tests this many more times, for timing checks.
+    - ``repeats``: run the visible tests this many more times, for timing checks (a
+      candidate's mean and intervals over whole repeats: ``score(..., repeats=k)``).
+    - ``reference_repeats``: run the reference this many times when preparing; a test whose
+      outcome differs between those runs is flaky, and not applicable to any candidate.
     - ``support_files``: trusted files or directories copied next to every candidate.
     - ``warm``: fork every run from a warm parent (default); ``False`` forks from the
       caller's process, which must then be single-threaded.
@@ -97,6 +100,7 @@ class EvaluatorSettings:
     isolation: Isolation = "auto"
     require_isolation: bool | tuple[str, ...] = False
     reference_baseline: bool = False
+    reference_repeats: int = 1
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
     dedupe: bool = True
 
@@ -129,6 +133,10 @@ class EvaluatorSettings:
                 raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
         if flags.get("repeats", 0) < 0:
             raise ConfigError(f"repeats must be 0 or more, not {flags['repeats']}")
+        if flags.get("reference_repeats", 1) < 1:
+            raise ConfigError(
+                f"reference_repeats must be 1 or more, not {flags['reference_repeats']}"
+            )
         if isolation not in ISOLATIONS:
             raise ConfigError(
                 f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
