@@ -15,7 +15,9 @@ What it checks, per candidate (the exit status is 1 when any fails):
 * per-test outcomes equal to plain pytest's, but for at most ``--tolerance`` tests (1:
   timing-sensitive tests); a test the reference skips or xfails is ``not_applicable``, and
   is compared by what this run did (its message, ``this run: <outcome>``);
-* a hang costs the hanging tests only: they are ``timeout``, the rest of the run goes on.
+* a hang is cut: the hanging tests are ``timeout``; the run goes on after one, and stops
+  after ``MAX_TIMEOUTS`` (2: a hung candidate costs seconds, not the budget), the tests left
+  ``not_run`` with the reason and not compared with plain pytest (which runs them).
 
 Usage::
 
@@ -46,6 +48,7 @@ from benchmarks.sdists import download, junit_key, read_junit
 from pytest_scorewright.errors import ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
+from pytest_scorewright.protocol.wire import MAX_TIMEOUTS
 from pytest_scorewright.result import ScoreResult, TestRecord
 
 HERE = Path(__file__).resolve().parent
@@ -354,12 +357,16 @@ def own_outcome(record: TestRecord) -> str:
     return text.split(marker, 1)[1].split(":", 1)[0].strip()
 
 
-def compare(result: ScoreResult, junit: Mapping[tuple[str, str], str]) -> list[str]:
+def compare(
+    result: ScoreResult, junit: Mapping[tuple[str, str], str], *, skip_not_run: bool = False
+) -> list[str]:
     problems = []
     seen = set()
     for record in result.tests:
         key = junit_key(record.nodeid)
         seen.add(key)
+        if skip_not_run and record.outcome == "not_run":
+            continue
         mine = own_outcome(record)
         want = junit_category(mine, record.phase)
         got = junit.get(key, "absent")
@@ -416,7 +423,10 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
     for name in names:
         result, at = results[name]
         junit, summary = plain_pytest(layout, layout.candidates[name])
-        disagreements = compare(result, junit)
+        # By design, a run stops after MAX_TIMEOUTS timeouts: the tests left say nothing of
+        # the candidate, and are not compared.
+        stopped = _stopped_after_timeouts(result)
+        disagreements = compare(result, junit, skip_not_run=stopped)
         counts = Counter(r.outcome for r in result.tests)
         row = Checked(
             library=f"{lib.dist}-{lib.version}",
@@ -439,13 +449,22 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
             after = [r for r in result.tests if r.outcome == "not_run"]
             if not timeouts:
                 row.problems.append("the hang mutant hung no test")
-            if after:
+            if after and not stopped:
                 row.problems.append(f"{len(after)} tests never ran after the hang")
         elif name != "pristine" and result.signal("pass_rate") == 1.0:
             row.problems.append("the mutant passes every test (not a useful mutant)")
         checked.append(row)
         report(row)
     return checked
+
+
+def _stopped_after_timeouts(result: ScoreResult) -> bool:
+    """The run stopped after ``wire.MAX_TIMEOUTS`` tests timed out (issue 26's rule: a hung
+    candidate costs seconds, the tests left ``not_run`` with the reason)."""
+    timeouts = sum(r.outcome == "timeout" for r in result.tests)
+    return timeouts >= MAX_TIMEOUTS and any(
+        r.outcome == "not_run" and "timed out" in (r.message or "") for r in result.tests
+    )
 
 
 def refused(lib: Library, why: str) -> Checked:
