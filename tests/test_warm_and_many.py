@@ -146,14 +146,7 @@ SLOW_ON_VISIBLE = (TASK / "reference" / "solution.py").read_text(encoding="utf-8
 def test_a_caller_killed_at_any_moment_of_a_run_leaves_nothing_behind(
     tmp_path: Path, after: float
 ) -> None:
-    slow = tmp_path / "slow.py"
-    slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
-    work = Path(tempfile.mkdtemp(prefix="sw-killed-caller-"))
-    os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
-    try:
-        _kill_the_caller_mid_run(slow, work, after=after)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _stop_a_slow_candidates_caller(tmp_path, after, signal.SIGKILL, warm=True)
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
@@ -163,6 +156,12 @@ def test_a_caller_killed_at_any_moment_of_a_run_leaves_nothing_behind(
 @pytest.mark.parametrize("after", [0.3, 2.0])
 def test_a_caller_stopped_by_any_signal_leaves_nothing_behind(
     tmp_path: Path, after: float, how: signal.Signals, warm: bool
+) -> None:
+    _stop_a_slow_candidates_caller(tmp_path, after, how, warm=warm)
+
+
+def _stop_a_slow_candidates_caller(
+    tmp_path: Path, after: float, how: signal.Signals, *, warm: bool
 ) -> None:
     slow = tmp_path / "slow.py"
     slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
