@@ -58,6 +58,8 @@ STYLES = [
     Style("list", "json.dumps(R) == json.dumps(E)"),
     Style("list", "[x for x in R] == E"),
     Style("list", "bool(R) and R == E"),
+    Style("list", "not (R != E)"),
+    Style("list", "all(x == y for x, y in zip(R, E)) and len(R) == len(E)"),
 ]
 
 _WORDS = st.text(alphabet="abcdefghij", min_size=3, max_size=8)
