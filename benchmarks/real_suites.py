@@ -106,6 +106,10 @@ LIBRARIES: tuple[Library, ...] = (
         # and more than 30 s with two candidates' runs at once on two cores.
         test_timeout_s=30.0,
         workers=1,
+        # CallbackIterTests::test_exception waits on a thread with a fixed sleep: on a busy
+        # machine the pristine package fails it now and then. Three runs of the reference
+        # find it flaky (not applicable), instead of refusing the suite.
+        extra={"reference_repeats": 3},
         mutants=(
             Mutant(
                 "quantify_off_by_one",
