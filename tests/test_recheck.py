@@ -208,7 +208,9 @@ def test_every_call_in_the_tests_says_once_per_site_whether_it_returned_the_cand
     module = types.ModuleType("test_results")
     module.__dict__["solution"] = solution
     monitor = cast(Monitor, types.SimpleNamespace(candidate_dir=f"{candidate}/"))
-    child.attach(os.dup(channel + 1), monitor)  # the write end the fixture made
+    write = child._channel.fd  # the write end the fixture attached
+    assert write is not None
+    child.attach(write, monitor)  # the same pipe, with a monitor that knows the candidate
     try:
         sys.modules["solution"] = solution
         exec(code, module.__dict__)  # noqa: S102 - the trusted module's own bytecode
