@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright.evaluator import Evaluator
-from tests.conftest import sandbox_processes
+from tests.conftest import boot_clock, sandbox_processes
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
 
@@ -193,13 +193,16 @@ def _kill_the_caller_mid_run(
         "print(keeper._proc.pid, flush=True)\n"
         f"ev.score({str(hang)!r})\n"
     )
+    # Where the runs have the caller's own uid (an ordinary user without subordinate ids),
+    # only processes started from here on are theirs (conftest.sandbox_processes).
+    since = boot_clock()
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert caller.stdout is not None
     keeper_pid = int(caller.stdout.readline())
     deadline = time.monotonic() + 20
-    while not sandbox_processes(caller.pid) and time.monotonic() < deadline:
+    while not sandbox_processes(caller.pid, since) and time.monotonic() < deadline:
         time.sleep(0.05)  # until both runs spin in their sandboxes
-    assert sandbox_processes(caller.pid), "the runs never started"
+    assert sandbox_processes(caller.pid, since), "the runs never started"
     time.sleep(after)
     caller.send_signal(how)
     caller.wait()
@@ -207,12 +210,12 @@ def _kill_the_caller_mid_run(
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
         _state(keeper_pid) not in ("gone", "Z")
-        or bool(sandbox_processes(caller.pid))
+        or bool(sandbox_processes(caller.pid, since))
         or any(work.iterdir())
     ):
         time.sleep(0.05)
     assert _state(keeper_pid) in ("gone", "Z")  # the warm parent or janitor ended too
-    assert sandbox_processes(caller.pid) == []  # PID 1 of each run died with its job
+    assert sandbox_processes(caller.pid, since) == []  # PID 1 of each run died with its job
     assert list(work.iterdir()) == []  # run work dirs and the fixed root, removed
 
 
