@@ -149,6 +149,23 @@ def test_a_caller_killed_at_any_moment_of_a_run_leaves_nothing_behind(
     _stop_a_slow_candidates_caller(tmp_path, after, signal.SIGKILL, warm=True)
 
 
+def test_a_warm_parent_whose_answers_find_nobody_cleans_up_as_when_its_caller_dies(
+    tmp_path: Path,
+) -> None:
+    # The caller is killed; its requests pipe stays open (held by a child), so the warm
+    # parent learns of the death only when an answer cannot be written: it must still stop
+    # the runs and remove every directory, as when the requests pipe ends. (The same order
+    # of events, by chance, in one wake-up, once left a killed caller's directories behind.)
+    slow = tmp_path / "slow.py"
+    slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
+    work = Path(tempfile.mkdtemp(prefix="sw-answers-to-nobody-"))
+    os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+    try:
+        _kill_the_caller_mid_run(slow, work, hold_requests=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
 @pytest.mark.parametrize(
     "how", [signal.SIGTERM, signal.SIGINT, signal.SIGKILL], ids=["TERM", "INT", "KILL"]
@@ -180,7 +197,18 @@ def _kill_the_caller_mid_run(
     how: signal.Signals = signal.SIGKILL,
     *,
     warm: bool = True,
+    hold_requests: bool = False,
 ) -> None:
+    # hold_requests: a child of the caller keeps the warm parent's requests pipe open (and
+    # closes its answer pipe), so the caller's death shows only as a failed answer.
+    hold = (
+        "holder = os.fork()\n"
+        "if holder == 0:\n"
+        "    os.close(warm._server.proc.stdout.fileno())\n"
+        "    time.sleep(300)\n"
+        "    os._exit(0)\n"
+        "print(holder, flush=True)\n"
+    )
     script = (
         "import os, sys, time\n"
         "from pytest_scorewright.evaluator import Evaluator\n"
@@ -191,7 +219,8 @@ def _kill_the_caller_mid_run(
         "warm, janitor = ev._runner.warm, ev._runner.planner.janitor\n"
         "keeper = warm if warm is not None else janitor\n"
         "print(keeper._proc.pid, flush=True)\n"
-        f"ev.score({str(hang)!r})\n"
+        + (hold if hold_requests else "")
+        + f"ev.score({str(hang)!r})\n"
     )
     # Where the runs have the caller's own uid (an ordinary user without subordinate ids),
     # only processes started from here on are theirs (conftest.sandbox_processes).
@@ -199,6 +228,7 @@ def _kill_the_caller_mid_run(
     caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
     assert caller.stdout is not None
     keeper_pid = int(caller.stdout.readline())
+    holder = int(caller.stdout.readline()) if hold_requests else None
     deadline = time.monotonic() + 20
     while not sandbox_processes(caller.pid, since) and time.monotonic() < deadline:
         time.sleep(0.05)  # until both runs spin in their sandboxes
@@ -207,6 +237,11 @@ def _kill_the_caller_mid_run(
     caller.send_signal(how)
     caller.wait()
     caller.stdout.close()
+    if holder is not None:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and _state(keeper_pid) not in ("gone", "Z"):
+            time.sleep(0.05)  # until the runs end and their answers find nobody
+        os.kill(holder, signal.SIGKILL)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
         _state(keeper_pid) not in ("gone", "Z")

@@ -294,10 +294,12 @@ def write_atomic(path: str | os.PathLike[str], text: str) -> Path:
         os.umask(umask)
         os.chmod(tmp, 0o666 & ~umask)
         os.replace(tmp, target)
-    except OSError as exc:
+    except BaseException as exc:  # Ctrl-C mid-write, too: no half-written file stays behind
         with contextlib.suppress(OSError):
             os.unlink(tmp)
-        raise OutputPathError(_unwritable(target, exc)) from None
+        if isinstance(exc, OSError):
+            raise OutputPathError(_unwritable(target, exc)) from None
+        raise
     return target
 
 

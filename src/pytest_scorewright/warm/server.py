@@ -64,6 +64,8 @@ PRELOAD = (
 
 #: How long a stopped job has to end its run (kill, reap, sweep) before it is killed.
 _STOP_WAIT_S = 5.0
+#: Passes at removing a dead caller's directories (0.1 s apart).
+_REMOVE_TRIES = 20
 
 
 @dataclass
@@ -99,13 +101,31 @@ def serve(inp: int, out: int) -> None:
     #: (and every run of the same candidate has ended), so a caller killed in between leaves
     #: them to us. Pruned of those already gone.
     ended: list[str] = []
+    # A BrokenPipeError: the caller's answer pipe closed while its requests pipe had not (yet)
+    # reached its end: a killed caller whose death shows on the answer pipe first (an answer
+    # and the end of the requests in one wake-up), or one whose requests pipe another process
+    # still holds. Either way nobody reads answers: end as when the requests end.
+    with contextlib.suppress(BrokenPipeError):
+        _serve(inp, out, sel, requests, jobs, fixed_roots, ended)
+    _caller_gone(list(jobs.values()), {*fixed_roots, *ended})
+
+
+def _serve(
+    inp: int,
+    out: int,
+    sel: selectors.BaseSelector,
+    requests: FrameReader,
+    jobs: dict[int, _Job],
+    fixed_roots: set[str],
+    ended: list[str],
+) -> None:
+    """The loop of :func:`serve`; returns when the requests pipe ends."""
     while True:
         for key, _ in sel.select():
             fd = int(key.fd)
             if key.data is None:
                 data = os.read(inp, 1 << 16)
                 if not data:
-                    _caller_gone(list(jobs.values()), {*fixed_roots, *ended})
                     return
                 for request in requests.feed(data):
                     _on_request(request, jobs, sel, inp, out, fixed_roots)
@@ -117,8 +137,8 @@ def serve(inp: int, out: int) -> None:
                 continue
             sel.unregister(fd)
             del jobs[fd]
+            ended.append(job.work_dir)  # before the answer: a write that fails leaves it ours
             _answer(out, *_finish_job(job))
-            ended.append(job.work_dir)
             if len(ended) >= _PRUNE_AT:
                 ended[:] = [path for path in ended if os.path.lexists(path)]
 
@@ -198,9 +218,20 @@ def _caller_gone(jobs: Sequence[_Job], leftovers: set[str]) -> None:
             os.waitpid(pid, 0)
     for path in (*(job.work_dir for job in jobs), *leftovers):
         if path:
-            shutil.rmtree(path, ignore_errors=True)
-            if os.path.lexists(path) and subids.existing() is not None:
-                subids.remove_left(path)  # files of a killed job's run uid
+            _remove(path)
+
+
+def _remove(path: str) -> None:
+    """Remove a directory a run may still be writing in: the processes of a killed job's run
+    die a moment after the job (their parent-death signal), so a pass that found the tree
+    changing under it is tried again."""
+    for _ in range(_REMOVE_TRIES):
+        shutil.rmtree(path, ignore_errors=True)
+        if os.path.lexists(path) and subids.existing() is not None:
+            subids.remove_left(path)  # files of a killed job's run uid
+        if not os.path.lexists(path):
+            return
+        time.sleep(0.1)
 
 
 def _start_job(request_id: int, spec: SandboxSpec, close: Sequence[int]) -> _Job:
