@@ -12,13 +12,14 @@ import dataclasses
 import functools
 import threading
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError, InfrastructureError
 from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
+from pytest_scorewright.fanout.pipelines import JOBS_PER_PIPELINE, Pipelines, pipeline_sizes
 from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.limits import Limits
@@ -30,7 +31,7 @@ from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.assemble import assemble, infrastructure_result, unscored_result
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
-from pytest_scorewright.scoring.prepared import Dirs, Prepared, prepare
+from pytest_scorewright.scoring.prepared import Dirs, Learned, Prepared, prepare
 from pytest_scorewright.scoring.remeasure import keep_the_slower, remeasured_suite
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
@@ -90,12 +91,28 @@ class Evaluator:
         # nothing, and the work is done in the process that scores.
         self._lock = threading.Lock()
         self._ready: Prepared | None = None
+        self._pipelines: Pipelines | None = None
 
     def prepare(self) -> Evaluator:
         """Probe the host, start the warm parent, collect the suite and measure the reference
         now rather than at the first score; a setup mistake is a ConfigError here, never
         thousands of zero scores later. Idempotent; returns this evaluator."""
         self._prepared()
+        return self
+
+    def learned(self) -> Learned:
+        """What :meth:`prepare` learned (the suites' test ids, the reference's runs, the
+        calibrated limits): picklable, for :meth:`adopt` in another process."""
+        return self._prepared().learned()
+
+    def adopt(self, learned: Learned) -> Evaluator:
+        """Prepare by taking what an Evaluator of the same options learned on this machine
+        (:meth:`learned`), instead of collecting the suite and running the reference again:
+        it then scores exactly as that one does. Returns this evaluator."""
+        with self._lock:
+            if self._ready is not None:
+                raise ConfigError("adopt() must come before this Evaluator's first use")
+            self._ready = prepare(self._settings, self._dirs, self._objectives, learned)
         return self
 
     def _prepared(self) -> Prepared:
@@ -353,20 +370,57 @@ class Evaluator:
             )
             return
         if ready.runner.warm is None or workers == 1:
-            for index, path in enumerate(paths):
-                try:
-                    result = self.score(path)
-                except Exception as exc:
-                    result = unscored(path, exc)
-                yield index, result
+            yield from self._one_at_a_time(paths, unscored)
+            return
+        if workers > JOBS_PER_PIPELINE and self._objectives.portable:
+            # More than one process keeps fed: pipelines of their own (fanout/pipelines.py).
+            yield from self._pipelines_for(workers, ready).score_many(paths, unscored)
             return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
             yield from bounded(pool, self.score, paths, 2 * workers, failed=unscored)
 
-    def close(self) -> None:
-        """Stop the warm parent (also happens when this process exits); runs from here on
-        fork from this process."""
+    def _one_at_a_time(
+        self, paths: Sequence[Path], unscored: Callable[[Path, BaseException], ScoreResult]
+    ) -> Iterator[tuple[int, ScoreResult]]:
+        for index, path in enumerate(paths):
+            try:
+                result = self.score(path)
+            except Exception as exc:
+                result = unscored(path, exc)
+            yield index, result
+
+    def _pipelines_for(self, workers: int, ready: Prepared) -> Pipelines:
+        """Pipeline processes for ``workers`` candidates at once, started on first use and
+        kept for the next batch of the same size."""
+        sizes = pipeline_sizes(workers)
         with self._lock:
+            if self._pipelines is not None and (
+                self._pipelines.closed or self._pipelines.sizes != sizes
+            ):
+                self._pipelines.close()
+                self._pipelines = None
+            if self._pipelines is None:
+                here = {"workdir": self._settings.workdir, "namespaces": self._settings.namespaces}
+                self._pipelines = Pipelines({**self.recipe, **here}, ready.learned(), sizes)
+            return self._pipelines
+
+    def cancel(self, why: str = "scoring was cancelled") -> None:
+        """End every score under way in other threads now, and close: each ends with a
+        result with ``infrastructure: true`` saying ``why``, and no run starts from here on
+        (not even without the warm parent)."""
+        with self._lock:
+            ready = self._ready
+        if ready is not None:
+            ready.runner.refusing = why
+        self.close()
+
+    def close(self) -> None:
+        """Stop the warm parent and any pipeline processes (also happens when this process
+        exits); runs from here on fork from this process."""
+        with self._lock:
+            if self._pipelines is not None:
+                self._pipelines.close()
+                self._pipelines = None
             if self._ready is not None:
                 self._ready.close()
 

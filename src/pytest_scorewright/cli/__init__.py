@@ -11,7 +11,11 @@ from collections.abc import Callable, Sequence
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.cli import commands
-from pytest_scorewright.cli.options import add_evaluator_options, add_fitness_options, whole_number
+from pytest_scorewright.cli.options import (
+    add_evaluator_options,
+    add_fitness_options,
+    jobs_option,
+)
 from pytest_scorewright.errors import ScorewrightError
 
 __all__ = ["build_parser", "main"]
@@ -57,7 +61,14 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         help="Write one ScoreResult a line as each candidate finishes (- for stdout)",
     )
-    p.add_argument("-j", "--jobs", type=whole_number(1), default=2, help="Candidates at once")
+    p.add_argument(
+        "-j",
+        "--jobs",
+        type=jobs_option,
+        default="auto",
+        help="Candidates at once: a number, or auto (the default: the CPUs this process may "
+        "use, its affinity and cgroup quota respected)",
+    )
     p.add_argument(
         "--resume",
         action="store_true",

@@ -15,6 +15,7 @@ from pytest_scorewright.errors import ConfigError, OutputPathError, ScorewrightE
 from pytest_scorewright.fitness import with_fitness
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
 from pytest_scorewright.results.summary import failure_lines, fitness_of, summary_lines
+from pytest_scorewright.sandbox.placement import available_cores
 from pytest_scorewright.schema import schema_text
 
 #: Seconds between progress lines where stderr is not a terminal (a log file, CI).
@@ -106,6 +107,9 @@ def cmd_score_many(args: argparse.Namespace) -> int:
     names = [n for i, n in enumerate(every_name) if i not in kept]
     if not paths:
         return 0
+    if args.jobs == "auto":
+        args.jobs, why = available_cores()
+        print(f"scorewright: -j auto: {args.jobs} at once ({why})", file=sys.stderr)
     stream = _open_stream(args.jsonl, append=args.resume)
     fitness, meta = fitness_from_args(args)
     progress = sys.stderr.isatty()

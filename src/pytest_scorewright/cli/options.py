@@ -262,3 +262,8 @@ def whole_number(minimum: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def jobs_option(text: str) -> int | str:
+    """``-j``: a whole number of at least 1, or ``auto``."""
+    return "auto" if text == "auto" else whole_number(1)(text)

@@ -80,10 +80,30 @@ class Prepared:
     def close(self) -> None:
         close_runner(self.runner)
 
+    def learned(self) -> Learned:
+        return Learned(self.expected_visible, self.expected_heldout, self.reference, self.limits)
 
-def prepare(settings: EvaluatorSettings, dirs: Dirs, objectives: ObjectiveSet) -> Prepared:
-    """Probe the host, start the warm parent, collect the suites and learn the reference;
-    a setup mistake is a ConfigError."""
+
+@dataclasses.dataclass(frozen=True)
+class Learned:
+    """What :func:`prepare` learns from the suites and the reference, none of it tied to a
+    process: another process of the same machine that adopts it scores exactly as this one
+    does, without collecting or running the reference again (fanout/pipelines.py)."""
+
+    expected_visible: Expected
+    expected_heldout: Expected
+    reference: references.Reference
+    limits: Limits
+
+
+def prepare(
+    settings: EvaluatorSettings,
+    dirs: Dirs,
+    objectives: ObjectiveSet,
+    learned: Learned | None = None,
+) -> Prepared:
+    """Probe the host, start the warm parent, collect the suites and learn the reference
+    (or adopt what another process ``learned``); a setup mistake is a ConfigError."""
     suites = dirs.suites
     features = host.probe()
     use_namespaces = settings.namespaces and features.namespaces_unavailable is None
@@ -102,23 +122,9 @@ def prepare(settings: EvaluatorSettings, dirs: Dirs, objectives: ObjectiveSet) -
     try:
         required = guarantees.required(settings.require_isolation)
         guarantees.refuse_unless_met(required, guarantees.assess(planner.planned_facts()))
-        found = runner.collect(
-            [(s, s == dirs.heldout) for s in suites], dirs.reference, settings.modules
-        )
-        visible, heldout = found[0], (found[1] if len(found) > 1 else [])
-        reference = references.learn(
-            functools.partial(runner.run_reference, dirs.reference),
-            dirs.runs(visible, heldout, None, None),
-            dirs.reference,
-            tests=dirs.tests,
-            isolation=settings.isolation,
-            baseline=settings.reference_baseline,
-            objectives=objectives,
-            repeats=settings.reference_repeats,
-        )
-        # Candidates' runs take the per-test limit the reference calibrates.
-        limits = settings.limits.calibrated(reference.slowest_test_s)
-        runner.calibrate(limits)
+        if learned is None:
+            learned = _learn(runner, settings, dirs, objectives)
+        runner.calibrate(learned.limits)
     except BaseException:
         close_runner(runner)
         raise
@@ -126,11 +132,35 @@ def prepare(settings: EvaluatorSettings, dirs: Dirs, objectives: ObjectiveSet) -
         runner=runner,
         features=features,
         use_namespaces=use_namespaces,
-        expected_visible=visible,
-        expected_heldout=heldout,
-        reference=reference,
-        limits=limits,
+        expected_visible=learned.expected_visible,
+        expected_heldout=learned.expected_heldout,
+        reference=learned.reference,
+        limits=learned.limits,
     )
+
+
+def _learn(
+    runner: Runner, settings: EvaluatorSettings, dirs: Dirs, objectives: ObjectiveSet
+) -> Learned:
+    """The suites' test ids, from a trusted collection, and the reference's runs."""
+    suites = dirs.suites
+    found = runner.collect(
+        [(s, s == dirs.heldout) for s in suites], dirs.reference, settings.modules
+    )
+    visible, heldout = found[0], (found[1] if len(found) > 1 else [])
+    reference = references.learn(
+        functools.partial(runner.run_reference, dirs.reference),
+        dirs.runs(visible, heldout, None, None),
+        dirs.reference,
+        tests=dirs.tests,
+        isolation=settings.isolation,
+        baseline=settings.reference_baseline,
+        objectives=objectives,
+        repeats=settings.reference_repeats,
+    )
+    # Candidates' runs take the per-test limit the reference calibrates.
+    limits = settings.limits.calibrated(reference.slowest_test_s)
+    return Learned(visible, heldout, reference, limits)
 
 
 def close_runner(runner: Runner) -> None:

@@ -72,6 +72,8 @@ class Runner:
         self.planner = planner
         self.warm = warm
         self.limits = limits
+        #: Set when scoring is cancelled: why no run may start any more.
+        self.refusing: str | None = None
 
     def run_suites(
         self,
@@ -172,6 +174,8 @@ class Runner:
     ) -> Launched:
         """Start a sandboxed run (through the warm parent; without one, run it to the end
         here); ``wait()`` on the result gives its outcome and removes its work dir."""
+        if self.refusing is not None:
+            raise InfrastructureError(self.refusing)
         workspace = self.planner.workspace(candidate, suite.tests)
         try:
             spec = self.planner.spec(
