@@ -6,7 +6,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import re
 import shutil
 import signal
 import subprocess
@@ -44,8 +43,7 @@ def _verdict(result: ScoreResult) -> dict[str, Any]:
     integrity = data["integrity"]
     return {
         "ok": data["ok"],
-        # Errors may name the run's work dir, which is random per Evaluator.
-        "error": re.sub(r"scorewright-fixed-\w+", "ROOT", data["error"] or ""),
+        "error": data["error"],
         "tests": sorted((t["nodeid"], t["outcome"], t.get("heldout")) for t in data["tests"]),
         "flagged": integrity["flagged"],
         "rejected": integrity["rejected"],

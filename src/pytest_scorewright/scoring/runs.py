@@ -8,7 +8,7 @@ import contextlib
 import dataclasses
 import tempfile
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from pathlib import Path
@@ -17,6 +17,7 @@ from pytest_scorewright.errors import InfrastructureError
 from pytest_scorewright.integrity.verdict import RunVerdict, judge
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES, Anchor, ChildOutcome
+from pytest_scorewright.result import CollectionError
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.plan import RunPlanner
 from pytest_scorewright.sandbox.workspace import CopyReport, Workspace
@@ -105,8 +106,8 @@ class Runner:
             raise
         observed = wait_all(launched)
         judged = [
-            (self._judge(suite, outcome, limit, anchors), outcome)
-            for suite, outcome, limit in zip(suites, observed, shares, strict=True)
+            (self._judge(suite, outcome, limit, anchors, run.seen_root), outcome)
+            for suite, outcome, limit, run in zip(suites, observed, shares, launched, strict=True)
         ]
         return judged, launched[0].workspace.report, shares[0]
 
@@ -144,7 +145,7 @@ class Runner:
             limit = first if not judged else max(budget - (time.monotonic() - started) - grace, 0.1)
             run = self.launch(candidate, suite, suite.extra_args, limit, isolated)
             observed = run.wait()
-            judged.append((self._judge(suite, observed, limit, anchors), observed))
+            judged.append((self._judge(suite, observed, limit, anchors, run.seen_root), observed))
             copied = copied or run.workspace.report
         assert copied is not None  # noqa: S101 - at least one suite
         return judged, copied, first
@@ -155,14 +156,17 @@ class Runner:
         observed: ChildOutcome,
         timeout_s: float,
         anchors: Mapping[str, Mapping[str, list[Anchor]]],
+        root: str,
     ) -> RunVerdict:
-        return judge(
+        verdict = judge(
             suite.expected,
             observed,
             timeout_s=timeout_s,
             reference_anchors=anchors.get(suite.name),
             monitored=True,
         )
+        observed.output = _relative_to(root)(observed.output)  # what assembly excerpts
+        return without_work_dir(verdict, root)
 
     def launch(
         self,
@@ -190,11 +194,12 @@ class Runner:
             # The longest a run can take, with room for a busy machine; past it, the run is
             # stopped and lost (a hung job process would otherwise hang score()).
             patience = timeout_s + self.limits.grace_s + PATIENCE_S
+            seen = str(self.planner.fixed_root or workspace.root)  # the run's own view
             if self.warm is not None:
-                return Launched(workspace, self.warm.submit(spec), self.warm, patience)
+                return Launched(workspace, self.warm.submit(spec), self.warm, patience, seen)
             done: Future[ChildOutcome] = Future()
             done.set_result(run_sandboxed(spec))
-            return Launched(workspace, done, None, patience)
+            return Launched(workspace, done, None, patience, seen)
         except BaseException:
             workspace.remove()
             raise
@@ -239,6 +244,8 @@ class Launched:
     future: Future[ChildOutcome]
     warm: WarmParent | None
     patience: float
+    #: The work dir's path as the run saw it.
+    seen_root: str = ""
 
     def wait(self) -> ChildOutcome:
         try:
@@ -279,3 +286,36 @@ def stop_all(launched: Sequence[Launched]) -> None:
             run.stop()
         finally:
             run.workspace.remove()
+
+
+def without_work_dir(verdict: RunVerdict, root: str) -> RunVerdict:
+    """The run's messages with the paths of its work dir ``root`` as the run saw it made
+    relative (``solution.py``, ``tests/test_x.py``): a random directory name is noise to
+    the LLM that reads them, and would make two Evaluators' results of the same candidate
+    differ (score_many's pipelines each have their own)."""
+    if not root:
+        return verdict
+    top = root.rstrip("/") + "/"
+    strip = _relative_to(root)
+    verdict.records = [
+        dataclasses.replace(r, message=strip(r.message)) if r.message and top in r.message else r
+        for r in verdict.records
+    ]
+    verdict.collection_errors = [
+        CollectionError(e.nodeid, strip(e.message)) for e in verdict.collection_errors
+    ]
+    verdict.error = strip(verdict.error) if verdict.error else verdict.error
+    return verdict
+
+
+def _relative_to(root: str) -> Callable[[str], str]:
+    """``text`` with the paths below the work dir ``root`` relative to it (and the
+    candidate's own relative to its directory)."""
+    top = root.rstrip("/") + "/"
+
+    def strip(text: str) -> str:
+        if not root or top not in text:
+            return text
+        return text.replace(top + "candidate/", "").replace(top, "")
+
+    return strip
