@@ -64,10 +64,14 @@ def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_ab
     for result in (fast, same):
         assert not result.integrity.flagged, [r.code for r in result.integrity.reasons]
     # About 10x on this machine (benchmarks/speed_gaming.py compares with pytest-benchmark).
-    assert (fast.signal("speedup") or 0.0) > 3.0, fast.to_json()
-    assert 0.4 < (same.signal("speedup") or 0.0) < 2.5, same.to_json()
-    # A speedup above 1.5 is measured again in a fresh process, credited at the slower.
+    # A speedup above 1.5 is measured again in a fresh process, credited at the slower: on
+    # a loaded machine (CI's two cores, other tests forking beside it) that second
+    # measurement was once 2.1 against 10.8, so only the first is held to the 10x band; the
+    # credit must stay above the re-measure's threshold, never fall to the reference's ~1.
     claimed, credited = fast.extra["speedup_measured"]
+    assert claimed > 3.0, fast.to_json()
+    assert credited > 1.5, fast.to_json()
+    assert 0.4 < (same.signal("speedup") or 0.0) < 2.5, same.to_json()
     assert credited == fast.signal("speedup")
     assert credited <= claimed
 
