@@ -156,14 +156,7 @@ def test_a_warm_parent_whose_answers_find_nobody_cleans_up_as_when_its_caller_di
     # parent learns of the death only when an answer cannot be written: it must still stop
     # the runs and remove every directory, as when the requests pipe ends. (The same order
     # of events, by chance, in one wake-up, once left a killed caller's directories behind.)
-    slow = tmp_path / "slow.py"
-    slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
-    work = Path(tempfile.mkdtemp(prefix="sw-answers-to-nobody-"))
-    os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
-    try:
-        _kill_the_caller_mid_run(slow, work, hold_requests=True)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    _stop_a_slow_candidates_caller(tmp_path, 0.0, signal.SIGKILL, warm=True, hold_requests=True)
 
 
 @pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
@@ -178,14 +171,16 @@ def test_a_caller_stopped_by_any_signal_leaves_nothing_behind(
 
 
 def _stop_a_slow_candidates_caller(
-    tmp_path: Path, after: float, how: signal.Signals, *, warm: bool
+    tmp_path: Path, after: float, how: signal.Signals, *, warm: bool, hold_requests: bool = False
 ) -> None:
     slow = tmp_path / "slow.py"
     slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
     work = Path(tempfile.mkdtemp(prefix="sw-stopped-caller-"))
     os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
     try:
-        _kill_the_caller_mid_run(slow, work, after=after, how=how, warm=warm)
+        _kill_the_caller_mid_run(
+            slow, work, after=after, how=how, warm=warm, hold_requests=hold_requests
+        )
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
