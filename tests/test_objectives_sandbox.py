@@ -198,30 +198,29 @@ def test_a_candidate_that_replaces_the_timer_gets_no_speed_credit(speed: Evaluat
     assert _judged(result, weighted) == 0.0
 
 
-#: Slow (trial division, ~30x the reference's time), and slows the null round trips its own
-#: process serves (its to change, apart) to about one call's time: were they subtracted
-#: whole, every call would read as the floor, a tenth of that, and the candidate as fast as
-#: the reference. The module's name is built so that the static scan does not flag it.
-SLOWS_THE_NULL_ROUND_TRIPS = """
+#: Slow (trial division, ~30x the reference's time), and slows the null calls its own process
+#: serves between the rounds (its to change, apart) well beyond one call's time: were they
+#: subtracted whole, every call would read as the floor, a tenth of that, and the candidate
+#: as fast as the reference. The module's name is built so that the static scan does not
+#: flag it.
+SLOWS_THE_NULL_CALLS = """
 import sys
 import time
 
 
-def _slow_pings():
-    server = sys.modules.get(".".join(["pytest_" + "score" + "wright", "child", "candidate"]))
+def _slow_null_calls():
+    name = ".".join(["pytest_" + "score" + "wright", "child", "apart", "candidate"])
+    server = sys.modules.get(name)
     if server is None:
-        return
-    serve = server.CandidateServer._serve
+        raise SystemExit("the attack found no server to slow")
 
-    def _serve(self, op, request):
-        if op == "ping":
-            time.sleep(0.04)
-        return serve(self, op, request)
+    def null_call(*args, **kwargs):
+        time.sleep(0.05)
 
-    server.CandidateServer._serve = _serve
+    server.null_call = null_call
 
 
-_slow_pings()
+_slow_null_calls()
 
 
 def count_primes(n):
@@ -233,14 +232,17 @@ def count_primes(n):
 """
 
 
-def test_slowed_round_trips_are_never_subtracted_beyond_those_before_the_import(
+def test_slowed_null_calls_are_never_subtracted_beyond_those_before_the_import(
     tmp_path: Path,
 ) -> None:
     with Evaluator(SPEED / "tests", reference=SPEED / "reference", isolation="process") as ev:
-        result = ev.score(_write(tmp_path, "slow_pings", SLOWS_THE_NULL_ROUND_TRIPS))
+        result = ev.score(_write(tmp_path, "slow_null_calls", SLOWS_THE_NULL_CALLS))
     (record,) = [t for t in result.tests if t.benchmark is not None]
     assert record.benchmark is not None
-    assert record.benchmark.overhead_s < 0.02  # the round trips before the import: < 1 ms
+    # The attack ran: at least ten null calls of 50 ms were timed after the rounds.
+    assert record.duration_s is not None
+    assert record.duration_s > 0.5, result.to_json()
+    assert record.benchmark.overhead_s < 0.02  # the null calls before the import: < 1 ms
     assert 0 < (result.signal("speedup") or 0.0) < 0.5, result.to_json()
 
 

@@ -27,10 +27,12 @@ How it measures:
   clock is never the test's to choose);
 - with isolation by process every call of a candidate function is a round trip to the
   candidate's process (child/proxy.py). The test process counts the round trips of each
-  round and subtracts, for each, what a null round trip costs at least: the fastest of null
-  round trips timed between the rounds (so under the same load), never more than the fastest
-  of those timed when the candidate's process started, before it had imported any candidate
-  code (the candidate can slow the round trips it serves later, never those). A call's time
+  round and subtracts, for each, what a null call costs at least: a call of a function of
+  ours there that does nothing, with the round's own arguments, on the path every call
+  takes (both ends' encoding, the channel, the server's dispatch). It takes the fastest of
+  those timed between the rounds (so under the same load), never more than the fastest of
+  those timed when the candidate's process started, before it had imported any candidate
+  code (the candidate can slow the null calls it serves later, never those). A call's time
   is never taken below :data:`JITTER` of what was subtracted from it: what a function does
   in less time than the round trip's own jitter cannot be measured this way, and reads as
   that floor (docs/objectives.md);
@@ -96,7 +98,7 @@ MAX_ROUNDS = 10_000
 MAX_ITERATIONS = 1_000_000
 #: A call is never measured below this share of the round trips subtracted from it.
 JITTER = 0.1
-#: Null round trips timed between a benchmark's rounds: at most, and at least.
+#: Null calls timed between a benchmark's rounds: at most, and at least.
 MAX_PINGS = 200
 MIN_PINGS = 10
 #: The shortest time a call can read as, whatever was subtracted.
@@ -112,30 +114,34 @@ class FixtureAlreadyUsed(Exception):
 
 class RoundTrips:
     """The round trips to the candidate's process (isolation by process): how many have been
-    made, and what a null one costs, timed between the rounds."""
+    made, and what a null call costs, timed between the rounds."""
 
     def __init__(self, session: Any) -> None:
         self.session = session
         self.pings: list[float] = []
+        self.last: tuple[tuple[Any, ...], dict[str, Any] | None] = ((), None)
 
     def count(self) -> int:
         found: int = self.session.round_trips()
         return found
 
-    def sample(self) -> None:
-        """Time one null round trip (between rounds, never inside one)."""
+    def sample(self, args: tuple[Any, ...] = (), kwargs: dict[str, Any] | None = None) -> None:
+        """Time one null call with a round's arguments (between rounds, never inside one):
+        what a call of the candidate's costs apart from its work, the arguments' and a
+        result's crossing included."""
+        self.last = (args, kwargs)
         if len(self.pings) < MAX_PINGS:
-            seconds = self.session.ping()
+            seconds = self.session.null_call(args, kwargs)
             if seconds is not None:
                 self.pings.append(seconds)
 
     def seconds(self) -> float:
-        """What one round trip costs at least: the fastest of those timed between the rounds,
+        """What one call costs at least: the fastest null call timed between the rounds,
         never more than the fastest of those timed before any candidate code was imported.
         The fastest, not a typical one: under load a typical round trip varies by more than
         a short call takes, and a low estimate errs on the side of a slower candidate."""
         for _ in range(MIN_PINGS - len(self.pings)):
-            self.sample()
+            self.sample(*self.last)
         cap = self.session.trusted_trip
         now = min(self.pings) if self.pings else None
         known = [t for t in (now, cap) if t is not None and math.isfinite(t)]
@@ -316,7 +322,7 @@ class BenchmarkFixture:
             if printed is not None and iterations == 1:
                 prints.append(printed(result))
             if trips is not None:
-                trips.sample()
+                trips.sample(call_args, call_kwargs)
             if teardown is not None:
                 teardown(*call_args, **call_kwargs)
         cpu_s = watch.spent()
@@ -356,7 +362,7 @@ class BenchmarkFixture:
             check.after(copied, kept)
             timed.append(measured)
             if trips is not None:
-                trips.sample()  # a null round trip under the same load, never inside a round
+                trips.sample(args, kwargs)  # under the same load, never inside a round
             spent += measured[0]
             if spent >= self.max_time * HARD_STOP:
                 break

@@ -55,9 +55,13 @@ MAX_RESTARTS = 30
 #: Modules whose exception classes are never raised here as themselves: they would end a test
 #: as skipped, or the session.
 _MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
-#: Null round trips timed as each candidate process starts, before it imports any candidate
-#: code: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
+#: Null calls timed as each candidate process starts, before it imports any candidate code:
+#: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
 CALIBRATION_TRIPS = 10
+#: A function of ours in the candidate's process that does nothing: a call of it costs what
+#: any call there costs (both ends' encoding, the channel, the server's dispatch), less the
+#: work, so the benchmark fixture subtracts it from each call it times.
+NULL_CALL = ("pytest_scorewright.child.apart.candidate", "null_call")
 #: Bound at import, before any candidate code (the test process never imports it anyway).
 _clock = time.perf_counter
 #: The session install() made, for the benchmark fixture.
@@ -102,8 +106,8 @@ class Session:
         self.lock = threading.RLock()
         #: Requests sent so far (each a round trip); the benchmark fixture counts them.
         self.requests = 0
-        #: The fastest null round trip to the current candidate process, timed before it had
-        #: imported any candidate code: the most the benchmark fixture subtracts for one.
+        #: The fastest null call to the current candidate process, timed before it had
+        #: imported any candidate code: the most the benchmark fixture subtracts for a call.
         self.trusted_trip: float | None = None
         #: Where the candidate was when a test last timed out in a call to it.
         self.stuck_at: str | None = None
@@ -136,24 +140,31 @@ class Session:
             on_reply=_rewarn_from(self),
             on_finding=self._relay,
         )
-        trips = [self._ping(self.endpoint) for _ in range(CALIBRATION_TRIPS)]
+        self.trusted_trip = None
+        trips = [self.null_call() for _ in range(CALIBRATION_TRIPS)]
         timed = [t for t in trips if t is not None]
         self.trusted_trip = min(timed) if timed else None
         return self.endpoint
 
-    def _ping(self, endpoint: Endpoint) -> float | None:
-        """The seconds of one null round trip, or None if the process went away."""
-        try:
-            started = _clock()
-            endpoint.call({"op": "ping"})
-            return _clock() - started
-        except (ChannelClosed, RemoteError):
-            return None
-
-    def ping(self) -> float | None:
-        """One null round trip to the candidate's process now (not counted as a request)."""
+    def null_call(
+        self, args: Sequence[Any] = (), kwargs: dict[str, Any] | None = None
+    ) -> float | None:
+        """The seconds one call of :data:`NULL_CALL` with these arguments takes, on the path
+        every call of a candidate function takes; None if it failed. Not counted as a
+        request: the benchmark fixture times these between its rounds."""
         with self.lock:  # a turn like any request: a test's threads share the channel
-            return self._ping(self.connect())
+            counted = self.requests
+            target = RemoteFunction(Ref(self, 0, -1, NULL_CALL), NULL_CALL[1], NULL_CALL[1])
+            try:
+                # A call's path, but what it says it changed in the arguments is not applied:
+                # this call is ours, between the test's rounds.
+                started = _clock()
+                self.decode(_send_call(self, target, "call", None, args, kwargs or {})["value"])
+                return _clock() - started
+            except Exception:
+                return None
+            finally:
+                self.requests = counted
 
     def round_trips(self) -> int:
         """Requests sent so far, each one round trip (the benchmark fixture's counter)."""
@@ -679,12 +690,7 @@ def _call(
     target: StandIn, op: str, name: str | None, args: Sequence[Any], kwargs: dict[str, Any]
 ) -> Any:
     session = target.__dict__["_sw_ref"].session
-    fields: dict[str, Any] = {"args": session.encode(list(args)), "kwargs": session.encode(kwargs)}
-    if name is not None:
-        fields["name"] = name
-    answer = session.request(op, target, raw=True, **fields)
-    if type(answer) is not dict or "value" not in answer:
-        raise CandidateError("the candidate's process answered a call with malformed data")
+    answer = _send_call(session, target, op, name, args, kwargs)
     try:
         value = session.decode(answer["value"])
         mutated = {k: session.decode(v) for k, v in _pairs(answer.get("mutated"))}
@@ -702,6 +708,24 @@ def _call(
         ):
             _replace_contents(args[index], new)
     return value
+
+
+def _send_call(
+    session: Session,
+    target: StandIn,
+    op: str,
+    name: str | None,
+    args: Sequence[Any],
+    kwargs: dict[str, Any],
+) -> dict[str, Any]:
+    """A call's request, and its answer as it came (a dict with a ``value``)."""
+    fields: dict[str, Any] = {"args": session.encode(list(args)), "kwargs": session.encode(kwargs)}
+    if name is not None:
+        fields["name"] = name
+    answer = session.request(op, target, raw=True, **fields)
+    if type(answer) is not dict or "value" not in answer:
+        raise CandidateError("the candidate's process answered a call with malformed data")
+    return answer
 
 
 def _note_values_given(target: StandIn, op: str, args: Sequence[Any]) -> None:
