@@ -116,6 +116,8 @@ def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
                 stat = Path(f"/proc/{entry}/stat").read_bytes()
             except OSError:
                 continue
+            if "\nState:\tZ" in status:
+                continue  # dead: only a pid left for init to reap (a VM's init may never)
             uid = int(next((ln.split()[1] for ln in status.splitlines() if ln[:4] == "Uid:"), 0))
             if mine == 0:
                 if low <= uid < low + BLOCK:
