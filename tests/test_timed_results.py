@@ -159,3 +159,55 @@ def test_cpu_time_is_reported_beside_wall_time_and_work_off_the_clock_earns_no_s
         if "work_off_the_clock" in found:
             break
     assert "work_off_the_clock" in found, found
+
+
+#: Fresh arguments each round, used up by the call: apart, the fixture makes the previous
+#: round's call again before each round (child/bench.py ``_warm_up``), and here that call
+#: finds an empty list (nothing to do) or, in ``pop_first``, raises.
+CONSUMING_TESTS = """
+import random
+
+import solution
+
+
+def test_drains(benchmark):
+    total = benchmark.pedantic(
+        solution.drain,
+        setup=lambda: (([random.randint(0, 9) for _ in range(2000)],), {}),
+        rounds=12,
+    )
+    assert 0 <= total <= 9 * 2000
+
+
+def test_pop_first(benchmark):
+    first = benchmark.pedantic(
+        solution.pop_first, setup=lambda: (([random.random()],), {}), rounds=12
+    )
+    assert 0 <= first < 1
+"""
+CONSUMING = """
+def drain(items):
+    total = 0
+    while items:
+        total += items.pop()
+    return total
+
+
+def pop_first(items):
+    return items.pop(0)
+"""
+
+
+def test_a_call_that_uses_up_its_arguments_is_benchmarked_like_any_other(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_consume.py").write_text(CONSUMING_TESTS)
+    (tmp_path / "solution.py").write_text(CONSUMING)
+    with Evaluator(tmp_path / "tests", reference=tmp_path, isolation="process") as ev:
+        result = ev.score(tmp_path / "solution.py")
+    assert result.signal("pass_rate") == 1.0, result.to_json()
+    assert not result.integrity.flagged, [r.code for r in result.integrity.reasons]
+    timed = [t.benchmark for t in result.tests if t.benchmark is not None]
+    assert len(timed) == 2
+    assert all(figures.rounds == 12 for figures in timed)

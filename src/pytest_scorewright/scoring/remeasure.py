@@ -57,10 +57,20 @@ def keep_the_slower(
             figures = other.benchmark if other is not None and other.passed else None
             if figures is not None:
                 figures = _in_prepared_terms(figures, beside.get(record.nodeid), reference)
-            if figures is None or figures.median_s > record.benchmark.median_s:
-                record = dataclasses.replace(record, benchmark=figures)
+                figures = _slower(record.benchmark, figures)
+            record = dataclasses.replace(record, benchmark=figures)
         records.append(record)
     first.records = records
+
+
+def _slower(first: Benchmark, second: Benchmark) -> Benchmark:
+    """The slower measurement's figures, with the slower first call of the two: the speed
+    credited is never above either measurement's (results/measure.py ``credited_median``
+    reads the first call where every round had the same arguments)."""
+    slower = second if second.median_s > first.median_s else first
+    if first.first_s > 0 and second.first_s > 0:
+        return dataclasses.replace(slower, first_s=max(first.first_s, second.first_s))
+    return slower
 
 
 def _in_prepared_terms(
@@ -74,4 +84,6 @@ def _in_prepared_terms(
     if beside.benchmark.median_s <= 0:
         return figures
     scale = prepared / beside.benchmark.median_s
-    return dataclasses.replace(figures, median_s=figures.median_s * scale)
+    return dataclasses.replace(
+        figures, median_s=figures.median_s * scale, first_s=figures.first_s * scale
+    )
