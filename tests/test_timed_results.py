@@ -35,7 +35,13 @@ def evaluator() -> Iterator[Evaluator]:
 
 @pytest.mark.parametrize(
     "name",
-    ["burst_guess", "last_round_honest", "background_thread", "lazy_result"],
+    [
+        "burst_guess",
+        "last_round_honest",
+        "background_thread",
+        "lazy_result",
+        "approximate_unchecked",
+    ],
 )
 def test_wrong_or_deferred_timed_answers_are_rejected(evaluator: Evaluator, name: str) -> None:
     result = evaluator.score(CANDIDATES / f"{name}.py")
@@ -211,3 +217,28 @@ def test_a_call_that_uses_up_its_arguments_is_benchmarked_like_any_other(
     timed = [t.benchmark for t in result.tests if t.benchmark is not None]
     assert len(timed) == 2
     assert all(figures.rounds == 12 for figures in timed)
+
+
+def test_fresh_arguments_cannot_be_worked_out_before_the_rounds(evaluator: Evaluator) -> None:
+    # predicted_rounds answers from a table made at import for the arguments the published
+    # seeding gives each round; unkeyed, its fresh-argument rounds read ~4 us against the
+    # reference's ~600 us. Keyed per Evaluator, the table never holds a round's argument.
+    result = evaluator.score(CANDIDATES / "predicted_rounds.py")
+    fresh = {t.nodeid: t.benchmark for t in result.tests if t.benchmark is not None}
+    key = (False, "tests/test_speed.py::test_speed_fresh")
+    figures = fresh[key[1]]
+    assert figures is not None
+    assert figures.median_s > 0.3 * evaluator.reference.bench[key], result.to_json()
+
+
+def test_pipelines_draw_the_reference_runs_fresh_arguments(evaluator: Evaluator) -> None:
+    # More than four at once: pipeline processes adopt what this Evaluator learned, its
+    # rounds' key included. approximate_unchecked answers the fresh rounds (which the test
+    # does not assert) with a consistent wrong estimate: only the comparison with the
+    # reference's rounds on the same arguments rejects it, and with another key no round's
+    # arguments would match the reference's.
+    paths = [CANDIDATES / "approximate_unchecked.py"] * 5
+    for _, result in evaluator.score_many(paths, workers=5):
+        codes = {r.code for r in result.integrity.reasons}
+        assert result.integrity.rejected, codes
+        assert "timed_result_differs" in codes, codes

@@ -195,6 +195,7 @@ def _worker_process(
         proxy=(spawner, spec.proxied, spec.candidate_path) if spawner is not None else None,
         candidate_modules=spec.candidate_modules,
         coverage=spec.coverage,
+        round_key=spec.round_key,
     )
 
 

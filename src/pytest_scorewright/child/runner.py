@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from pytest_scorewright._text import bound_message
-from pytest_scorewright.child import coverage_probe
+from pytest_scorewright.child import coverage_probe, timed_results
 from pytest_scorewright.child.identities import test_process_identities
 from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import Monitor, arm
@@ -48,6 +48,7 @@ def run_pytest(
     proxy: tuple[int, tuple[str, ...], tuple[str, ...]] | None = None,
     candidate_modules: Sequence[str] = (),
     coverage: bool = False,
+    round_key: str = "",
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
@@ -61,10 +62,12 @@ def run_pytest(
     ``proxy`` (isolation by process: the spawner's socket, the candidate's module names and
     its directories), answered by proxies even where a copy is installed here. ``coverage``:
     the lines of the candidate's files that run are measured where its code runs.
+    ``round_key`` keys the seeds of fresh-argument benchmark rounds (timed_results.py).
     """
     code = EXIT_CHILD_ERROR
     try:
         sys.dont_write_bytecode = True
+        timed_results.use_round_key(round_key)
         measuring = None
         if coverage and proxy is None and watch is not None:  # before any candidate import
             measuring = coverage_probe.start(watch.candidate_dir)

@@ -105,9 +105,24 @@ def _rounded(value: Any, depth: int) -> Any:
     return value
 
 
+#: The key of the rounds' seeds: the Evaluator's own (``use_round_key``), empty in plugin
+#: mode. Without it a candidate that knows a test's name and its ``setup`` could work out
+#: every round's arguments and have the answers ready before the first round.
+_round_key = b""
+
+
+def use_round_key(key: str) -> None:
+    """Key the rounds' seeds with ``key`` (hex, from the run's spec), before any candidate
+    code is imported."""
+    global _round_key
+    _round_key = bytes.fromhex(key)[:64]
+
+
 def seeded(test: str, index: int) -> int:
-    """The seed of round ``index``'s setup in ``test``: the same in every run."""
-    return int.from_bytes(hashlib.blake2b(f"{test}:{index}".encode()).digest()[:8], "big")
+    """The seed of round ``index``'s setup in ``test``: the same in every run of one
+    Evaluator, unknown to the candidate (apart, it never sees the key)."""
+    digest = hashlib.blake2b(f"{test}:{index}".encode(), key=_round_key).digest()
+    return int.from_bytes(digest[:8], "big")
 
 
 def _copy(arguments: Arguments) -> Any | None:

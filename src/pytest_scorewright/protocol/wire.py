@@ -136,6 +136,10 @@ class SandboxSpec:
     #: Measure which lines of the candidate's own files run (child/coverage_probe.py), in
     #: the process that runs its code.
     coverage: bool = False
+    #: The key of fresh-argument rounds' seeds (child/timed_results.py), hex: one per
+    #: Evaluator, so that the reference's rounds and each candidate's get the same arguments,
+    #: which no candidate can work out in advance.
+    round_key: str = ""
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -187,6 +191,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         one_cpu=data.get("one_cpu", False),
         cpu=data.get("cpu"),
         coverage=data.get("coverage", False),
+        round_key=data.get("round_key", ""),
     )
 
 

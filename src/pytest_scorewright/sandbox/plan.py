@@ -95,6 +95,8 @@ class RunSettings:
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
     #: Measure which lines of the candidate's files run (child/coverage_probe.py).
     coverage: bool = False
+    #: The key of fresh-argument rounds' seeds (protocol/wire.py ``SandboxSpec``).
+    round_key: str = ""
 
     @property
     def ini_text(self) -> str:
@@ -227,6 +229,7 @@ class RunPlanner:
             max_messages=max_messages,
             one_cpu=isolated and limits.one_cpu,
             coverage=s.coverage,
+            round_key=s.round_key,
             user_namespace=user_ns,
             shared_user_namespace=self._subordinate is not None,
             hand_over=tuple(map(str, _own_dirs(workspace))) if self._subordinate else (),

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import secrets
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -81,7 +82,13 @@ class Prepared:
         close_runner(self.runner)
 
     def learned(self) -> Learned:
-        return Learned(self.expected_visible, self.expected_heldout, self.reference, self.limits)
+        return Learned(
+            self.expected_visible,
+            self.expected_heldout,
+            self.reference,
+            self.limits,
+            self.runner.planner.settings.round_key,
+        )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,6 +101,9 @@ class Learned:
     expected_heldout: Expected
     reference: references.Reference
     limits: Limits
+    #: The key of the fresh-argument rounds' seeds the reference's runs were made with
+    #: (protocol/wire.py ``SandboxSpec``): an adopter's runs must use it too.
+    round_key: str = ""
 
 
 def prepare(
@@ -112,8 +122,12 @@ def prepare(
     warm = None
     if settings.warm:
         warm = take_prestarted(settings.preload) or WarmParent(settings.preload)
+    # A new key for every Evaluator that learns; one that adopts takes the learner's.
+    round_key = learned.round_key if learned is not None else secrets.token_hex(16)
     planner = RunPlanner(
-        settings.run_settings(features, use_namespaces=use_namespaces),
+        dataclasses.replace(
+            settings.run_settings(features, use_namespaces=use_namespaces), round_key=round_key
+        ),
         suites=suites,
         trusted=[*suites, *([dirs.reference] if dirs.reference else [])],
         warm=warm is not None,
@@ -161,7 +175,7 @@ def _learn(
     )
     # Candidates' runs take the per-test limit the reference calibrates.
     limits = settings.limits.calibrated(reference.slowest_test_s)
-    return Learned(visible, heldout, reference, limits)
+    return Learned(visible, heldout, reference, limits, runner.planner.settings.round_key)
 
 
 def close_runner(runner: Runner) -> None:
