@@ -64,7 +64,9 @@ def _one(call: dict[str, Any], space: dict[str, Any], limit: float) -> dict[str,
             value = space[call["function"]](*args, **kwargs)
         except _Slow:
             raise
-        except Exception as exc:  # the program's own exception is an outcome to record
+        # The program's own exception is an outcome to record; so is a SystemExit (a CLI
+        # entry point's argparse error), which would otherwise end the whole batch.
+        except (Exception, SystemExit) as exc:
             return {
                 "args": shown_args,
                 "kwargs": shown_kwargs,
@@ -79,7 +81,7 @@ def _one(call: dict[str, Any], space: dict[str, Any], limit: float) -> dict[str,
         }
     except _Slow:
         return {"outcome": "slow"}
-    except Exception:
+    except (Exception, SystemExit):
         return {"outcome": "error"}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
