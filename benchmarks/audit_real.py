@@ -9,7 +9,9 @@ subprocess, ``--json`` and ``--propose``), and then this script checks, per libr
 * scorewright credits none;
 * every proposed held-out test passes the reference and fails each mutant it claims to
   kill, checked with plain pytest on the written file (the mutants made again with the
-  audit's own mutator, the same ``--mutants``).
+  audit's own mutator, the same ``--mutants``);
+* on humanize and semver, at least one such test is proposed (cachetools' and toolz's
+  suites leave no survivor a new plain-argument call tells apart: see docs/audit.md).
 
 Usage::
 
@@ -54,6 +56,10 @@ class Library:
     tests: str
     #: Test files left out of the suite (another package's, or doctests of the docs).
     skip: tuple[str, ...] = ()
+    #: Where ``tests`` is the sdist's root: the test files to take from it.
+    files: tuple[str, ...] = ()
+    #: The audit must propose at least one confirmed held-out test here.
+    proposes: bool = False
 
     @property
     def unpacked(self) -> str:
@@ -61,15 +67,28 @@ class Library:
 
     @property
     def module(self) -> str:
-        return Path(self.package).name
+        return Path(self.package).name.removesuffix(".py")
 
 
 LIBRARIES = (
     # Class-shaped: the tests subclass and index LRUCache & co, decorate with @cached.
     Library("cachetools", "8.0.1", "src/cachetools", "tests"),
-    # Function-shaped: many plain-argument calls (nth(2, "ABCDE")), so proposals exist.
-    # test_tlz.py tests the sibling package tlz, which is not the reference.
+    # Function-shaped: many plain-argument calls (nth(2, "ABCDE")); its tests kill nearly
+    # every mutant in them. test_tlz.py tests the sibling package tlz, not the reference.
     Library("toolz", "1.0.0", "toolz", "toolz/tests", skip=("test_tlz.py",)),
+    # Function-shaped, parametrized tables of plain values (intcomma(*test_args)).
+    # test_time.py needs freezegun, test_i18n.py compiled catalogs: neither is in the sdist.
+    Library(
+        "humanize",
+        "4.12.3",
+        "src/humanize",
+        "tests",
+        skip=("test_time.py", "test_i18n.py"),
+        proposes=True,
+    ),
+    # A single module; version strings in, strings and exit codes out (match("2.3.7",
+    # ">=2.3.6"), main(["check", "1.0.0"])). test_typeerror-274.py is not collected by name.
+    Library("semver", "2.13.0", "semver.py", ".", files=("test_semver.py",), proposes=True),
 )
 
 
@@ -86,14 +105,23 @@ def lay_out(lib: Library, work: Path) -> tuple[Path, Path]:
         if lib.tests.startswith(lib.package + "/")
         else None
     )
-    shutil.copytree(
-        sdist / lib.package,
-        reference / lib.module,
-        ignore=shutil.ignore_patterns("__pycache__", *([inside] if inside else [])),
-    )
-    shutil.copytree(
-        sdist / lib.tests, tests, ignore=shutil.ignore_patterns("__pycache__", *lib.skip)
-    )
+    if (sdist / lib.package).is_file():
+        reference.mkdir(parents=True)
+        shutil.copy2(sdist / lib.package, reference / lib.package)
+    else:
+        shutil.copytree(
+            sdist / lib.package,
+            reference / lib.module,
+            ignore=shutil.ignore_patterns("__pycache__", *([inside] if inside else [])),
+        )
+    if lib.files:
+        tests.mkdir(parents=True)
+        for name in lib.files:
+            shutil.copy2(sdist / lib.tests / name, tests / name)
+    else:
+        shutil.copytree(
+            sdist / lib.tests, tests, ignore=shutil.ignore_patterns("__pycache__", *lib.skip)
+        )
     return reference, tests
 
 
@@ -104,7 +132,7 @@ def _pytest(suite: Path, program: Path) -> int:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p"]
     return subprocess.run(
         [*command, "no:scorewright", str(suite)],
-        cwd=suite,
+        cwd=suite if suite.is_dir() else suite.parent,
         env=env,
         capture_output=True,
         timeout=600,
@@ -164,6 +192,8 @@ def audit_one(lib: Library, work: Path, max_mutants: int, jobs: int) -> dict[str
     if suite["scorewright_credited"]:
         problems.append(f"scorewright credits {suite['scorewright_credited']}")
     problems += check_proposals(suite, reference, tests, proposed, lib.module, max_mutants)
+    if lib.proposes and not suite["proposals"]["tests"]:
+        problems.append(f"no held-out test proposed ({suite['proposals'].get('note')})")
     return {
         "library": f"{lib.dist} {lib.version}",
         "seconds": round(took, 1),
@@ -171,7 +201,7 @@ def audit_one(lib: Library, work: Path, max_mutants: int, jobs: int) -> dict[str
         "scorewright_credited": suite["scorewright_credited"],
         "mutants": suite["strength"]["mutants"],
         "visible_mutation_score": suite["strength"]["visible_mutation_score"],
-        "proposals": len(suite["proposals"]["tests"]),
+        "proposals": [(t["call"], t["kills"]) for t in suite["proposals"]["tests"]],
         "problems": problems,
     }
 

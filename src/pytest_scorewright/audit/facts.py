@@ -83,7 +83,8 @@ def learn(reference: Path, tests: Path, module: str) -> Facts:
         except (SyntaxError, UnicodeDecodeError, OSError):
             continue  # the Evaluator says what is wrong with a test file; here it is no input
         aliases = _aliases(tree, module, functions)
-        for site in _calls(tree, aliases, path.relative_to(tests).as_posix()):
+        where = path.relative_to(tests).as_posix()
+        for site in _calls(tree, aliases, where, _constants(tree)):
             if len(facts.calls) >= MAX_CALL_SITES:
                 return facts
             facts.calls.append(site)
@@ -151,13 +152,35 @@ def _function_of(call: ast.Call, aliases: dict[str, str]) -> str | None:
     return None
 
 
-def _calls(tree: ast.Module, aliases: dict[str, str], where: str) -> Iterator[CallSite]:
+def _constants(tree: ast.Module) -> dict[str, ast.List | ast.Tuple]:
+    """The test module's top-level ``NAME = [...]`` / ``(...)`` tables, which suites often
+    hand to ``parametrize`` by name (``@parametrize(("camel", "snake"), CAMEL_TO_SNAKE)``);
+    a name assigned twice is left out (which value a test sees depends on the order)."""
+    found: dict[str, ast.List | ast.Tuple] = {}
+    twice: set[str] = set()
+    for node in tree.body:
+        if not isinstance(node, ast.Assign):
+            continue
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                twice.update({target.id} & found.keys())
+                if len(node.targets) == 1 and isinstance(node.value, (ast.List, ast.Tuple)):
+                    found[target.id] = node.value
+    return {k: v for k, v in found.items() if k not in twice}
+
+
+def _calls(
+    tree: ast.Module,
+    aliases: dict[str, str],
+    where: str,
+    constants: dict[str, ast.List | ast.Tuple],
+) -> Iterator[CallSite]:
     for test in ast.walk(tree):
         if not isinstance(test, (ast.FunctionDef, ast.AsyncFunctionDef)):
             continue
         if not test.name.startswith("test"):
             continue
-        bindings = _parametrized(test)
+        bindings = _parametrized(test, constants)
         for node in ast.walk(test):
             if not isinstance(node, ast.Call):
                 continue
@@ -194,7 +217,10 @@ def _evaluable(call: ast.Call, aliases: dict[str, str], bound: set[str]) -> bool
 
 
 def _rewritten(arg: ast.expr, aliases: dict[str, str]) -> str:
-    """The argument's source with the module's functions under their own names."""
+    """The argument's source with the module's functions under their own names; a starred
+    argument (``f(*args)``) keeps its ``*`` in front, which the oracle unpacks."""
+    if isinstance(arg, ast.Starred):
+        return f"*{_rewritten(arg.value, aliases)}"
 
     class Renamer(ast.NodeTransformer):
         def visit_Name(self, node: ast.Name) -> ast.Name:
@@ -205,12 +231,13 @@ def _rewritten(arg: ast.expr, aliases: dict[str, str]) -> str:
 
 def _parametrized(
     test: ast.FunctionDef | ast.AsyncFunctionDef,
+    constants: dict[str, ast.List | ast.Tuple],
 ) -> list[tuple[tuple[str, str], ...]]:
     """Every binding of the test's ``parametrize`` names (their cross product), as source;
     ``[()]`` for a test without one."""
     bindings: list[tuple[tuple[str, str], ...]] = [()]
     for deco in test.decorator_list:
-        found = _parametrize_values(deco)
+        found = _parametrize_values(deco, constants)
         if found is None:
             continue
         names, rows = found
@@ -218,21 +245,37 @@ def _parametrized(
     return bindings
 
 
-def _parametrize_values(deco: ast.expr) -> tuple[list[str], list[Sequence[str]]] | None:
+def _parametrize_values(
+    deco: ast.expr, constants: dict[str, ast.List | ast.Tuple]
+) -> tuple[list[str], list[Sequence[str]]] | None:
+    """``parametrize``'s names (``"a, b"`` or ``("a", "b")``) and rows (a literal list, or a
+    table of the module's own by name), as source; None where either is not one of those."""
     if not (
         isinstance(deco, ast.Call)
         and ast.unparse(deco.func).endswith("parametrize")
         and len(deco.args) >= 2
-        and isinstance(deco.args[0], ast.Constant)
-        and isinstance(deco.args[0].value, str)
-        and isinstance(deco.args[1], (ast.List, ast.Tuple))
     ):
         return None
-    names = [n.strip() for n in deco.args[0].value.split(",") if n.strip()]
+    names = _parametrize_names(deco.args[0])
+    values = deco.args[1]
+    if isinstance(values, ast.Name):
+        values = constants.get(values.id, values)
+    if names is None or not isinstance(values, (ast.List, ast.Tuple)):
+        return None
     rows: list[Sequence[str]] = []
-    for elt in deco.args[1].elts:
+    for elt in values.elts:
         if len(names) == 1:
             rows.append([ast.unparse(elt)])
         elif isinstance(elt, (ast.Tuple, ast.List)) and len(elt.elts) == len(names):
             rows.append([ast.unparse(e) for e in elt.elts])
     return names, rows
+
+
+def _parametrize_names(node: ast.expr) -> list[str] | None:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return [n.strip() for n in node.value.split(",") if n.strip()]
+    if isinstance(node, (ast.List, ast.Tuple)):
+        names = [e.value for e in node.elts if isinstance(e, ast.Constant)]
+        if len(names) == len(node.elts) and all(isinstance(n, str) for n in names):
+            return [str(n) for n in names]
+    return None

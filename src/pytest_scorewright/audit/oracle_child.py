@@ -36,6 +36,17 @@ def _literal(value: object) -> str | None:
     return text
 
 
+def _arguments(sources: list[str], local: dict[str, Any]) -> list[Any]:
+    """The call's positional arguments; ``*expr`` (a starred argument) is unpacked."""
+    found: list[Any] = []
+    for source in sources:
+        if source.startswith("*"):
+            found.extend(eval(source[1:], local))  # noqa: S307 - the tests' own literals
+        else:
+            found.append(eval(source, local))  # noqa: S307 - same
+    return found
+
+
 def _one(call: dict[str, Any], space: dict[str, Any], limit: float) -> dict[str, Any]:
     signal.setitimer(signal.ITIMER_REAL, limit)
     try:
@@ -46,14 +57,16 @@ def _one(call: dict[str, Any], space: dict[str, Any], limit: float) -> dict[str,
             local = dict(space)
             for name, source in call["bindings"]:
                 local[name] = eval(source, local)  # noqa: S307 - the tests' own literals
-            args = tuple(eval(a, local) for a in call["args"])  # noqa: S307 - same
+            args = tuple(_arguments(call["args"], local))
             kwargs = {k: eval(v, local) for k, v in call["kwargs"]}  # noqa: S307 - same
         shown_args, shown_kwargs = _literal(tuple(args)), _literal(dict(kwargs))
         try:
             value = space[call["function"]](*args, **kwargs)
         except _Slow:
             raise
-        except Exception as exc:  # the program's own exception is an outcome to record
+        # The program's own exception is an outcome to record; so is a SystemExit (a CLI
+        # entry point's argparse error), which would otherwise end the whole batch.
+        except (Exception, SystemExit) as exc:
             return {
                 "args": shown_args,
                 "kwargs": shown_kwargs,
@@ -68,7 +81,7 @@ def _one(call: dict[str, Any], space: dict[str, Any], limit: float) -> dict[str,
         }
     except _Slow:
         return {"outcome": "slow"}
-    except Exception:
+    except (Exception, SystemExit):
         return {"outcome": "error"}
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)

@@ -8,6 +8,7 @@ written as a plain pytest file for a person to review and drop into the held-out
 from __future__ import annotations
 
 import ast
+import re
 from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -22,6 +23,8 @@ EXAMPLES = 80
 MAX_TESTS = 25
 #: Characters added to those seen in strings, so new inputs reach past the visible ones.
 _EXTRA_CHARS = "é 0"
+#: A string's runs: ASCII digits, letters, and anything else, one run each.
+_RUNS = re.compile(r"[0-9]+|[^\W\d_]+|[\W_]+")
 
 
 @dataclass
@@ -127,10 +130,32 @@ def _floats(values: Sequence[Any]) -> Any:
 
 
 def _texts(values: Sequence[Any]) -> Any:
+    """Text over the characters seen (and a few more), or a seen string's shape with new
+    numbers and words in it: ``"2.3.7"`` gives ``"0.3.12"``, ``">=2.3.6"`` gives
+    ``">=2.3.7"``, so formats a function parses (versions, sizes, dates) are reached, not
+    only rejected."""
     from hypothesis import strategies as st
 
     chars = sorted(set("".join(values)) | set(_EXTRA_CHARS))
-    return st.text(st.sampled_from(chars), max_size=max(map(len, values)) + 4)
+    free = st.text(st.sampled_from(chars), max_size=max(map(len, values)) + 4)
+    shapes = sorted({tuple(_RUNS.findall(v)) for v in values if _RUNS.findall(v)})
+    if not shapes:
+        return free
+    words = sorted({r for shape in shapes for r in shape if r.isalpha()})
+    high = max((int(r) for shape in shapes for r in shape if r.isdigit()), default=0)
+    numbers = st.integers(0, min(high, 10**9) + 10).map(str)
+
+    def part(run: str) -> Any:
+        if run.isdigit():
+            return numbers
+        if run.isalpha():
+            return st.sampled_from(words)
+        return st.just(run)
+
+    shaped = st.sampled_from(shapes).flatmap(
+        lambda shape: st.tuples(*map(part, shape)).map("".join)
+    )
+    return st.one_of(shaped, shaped, shaped, free)  # mostly the seen shapes
 
 
 def _lists(values: Sequence[Any]) -> Any:

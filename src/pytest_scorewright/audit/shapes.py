@@ -20,6 +20,8 @@ from pathlib import Path
 #: before any test ran, and every strategy would score the same nothing. Attribute names
 #: starting with ``_`` or ``pytest`` are missing, not stubs, so that pytest (``pytestmark``),
 #: ``copy`` and ``pickle`` see plain objects.
+#: A literal assigned at module level longer than this (source characters) is a stub.
+MAX_LITERAL = 20_000
 HELPERS = '''
 import sys as _sys
 
@@ -161,17 +163,40 @@ def _own(node: ast.ImportFrom, package: str | None) -> bool:
 
 
 def _assigned(node: ast.Assign | ast.AnnAssign, bound: set[str]) -> str:
+    """A name assigned a literal keeps its value: it is data a test may read while it is
+    collected (``parametrize([(w,) for w in lib.UNCOUNTABLES])``, ``from ._version import
+    __version__``), not code a strategy answers for. Other names become stubs."""
     targets = node.targets if isinstance(node, ast.Assign) else [node.target]
     names = [t.id for t in targets if isinstance(t, ast.Name)]
-    names = [n for n in names if not (n.startswith("__") and n.endswith("__"))]
+    literal = _literal_source(node.value)
+    names = [
+        n
+        for n in names
+        if not (n.startswith("__") and n.endswith("__")) or (literal and n != "__all__")
+    ]
     out = []
     for name in names:
-        if isinstance(node.value, ast.Name) and node.value.id in bound:
+        if literal is not None:
+            out.append(f"{name} = {literal}\n")
+        elif isinstance(node.value, ast.Name) and node.value.id in bound:
             out.append(f"{name} = {node.value.id}\n")  # an alias keeps what it names
         else:
             out.append(_stub_def(name))
         bound.add(name)
     return "".join(out)
+
+
+def _literal_source(value: ast.expr | None) -> str | None:
+    """The source of a literal value (what ``ast.literal_eval`` reads), None otherwise or
+    when longer than :data:`MAX_LITERAL`."""
+    if value is None:
+        return None
+    try:
+        ast.literal_eval(value)
+    except (ValueError, TypeError, SyntaxError, RecursionError):
+        return None
+    text = ast.unparse(value)
+    return text if len(text) <= MAX_LITERAL else None
 
 
 def _class(node: ast.ClassDef, bound: set[str], classes: set[str]) -> str:
