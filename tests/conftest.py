@@ -129,13 +129,42 @@ def sandbox_processes(caller_pid: int, since: float | None = None) -> list[int]:
                 continue
             if (since is None or started >= since - 0.05) and _ours(int(entry), caller_pid):
                 found.append(int(entry))
-    return found
+    return _lasting(found) if mine != 0 else found
+
+
+#: How long an orphan of the caller's uid must last to count: a run whose warm parent was
+#: killed, in another pytest-xdist worker's test of that, dies within milliseconds.
+ORPHAN_GRACE_S = 0.5
+
+
+def _lasting(found: list[int]) -> list[int]:
+    """``found`` less orphans that are gone or dead after :data:`ORPHAN_GRACE_S`."""
+    orphans = [pid for pid in found if _parent(pid) <= 1]
+    if not orphans:
+        return found
+    time.sleep(ORPHAN_GRACE_S)
+    gone = {pid for pid in orphans if _parent(pid) < 0}
+    return [pid for pid in found if pid not in gone]
+
+
+def _parent(pid: int) -> int:
+    """``pid``'s parent; -1 if it is gone or a zombie."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return -1
+    fields = stat.rsplit(b")", 1)[1].split()
+    return -1 if fields[0] == b"Z" else int(fields[1])
 
 
 def _ours(pid: int, caller_pid: int) -> bool:
     """Whether ``pid`` (of the caller's uid) may be one of the caller's runs: it descends
-    from the caller, or it was orphaned (its parent is init: a run's daemon that got out).
-    A run of another process of the same uid (a second pytest-xdist worker) is neither."""
+    from the caller, or it was orphaned (its parent is init: a run's daemon that got out)
+    after the caller started. A run of another process of the same uid (a second
+    pytest-xdist worker) is neither, nor is the user's own older orphan (a tmux server, the
+    shell that started this test run in the background)."""
+    if _started(pid) < _started(caller_pid):
+        return False
     current, first = pid, True
     for _ in range(64):
         try:
@@ -149,6 +178,15 @@ def _ours(pid: int, caller_pid: int) -> bool:
             return first  # an orphan is the caller's to answer for; a long chain is not
         current, first = ppid, False
     return False
+
+
+def _started(pid: int) -> float:
+    """When ``pid`` started, in clock ticks since boot (0 if it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return 0.0
+    return float(stat.rsplit(b")", 1)[1].split()[19])
 
 
 def boot_clock() -> float:

@@ -27,7 +27,7 @@ import pytest
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fanout.ray_pool import RayExecutor
-from tests.conftest import sandbox_processes
+from tests.conftest import boot_clock, sandbox_processes
 from tests.dask_cluster import hiding_works
 from tests.ray_cluster import RayCluster, drive_from_this_process
 from tests.test_remote import CORPUS, _candidates, _essence, _Killer
@@ -249,6 +249,7 @@ def test_a_caller_that_dies_mid_batch_leaves_no_actor_and_no_run_behind(
 ) -> None:
     with cluster.connected():  # only to wait for the nodes
         pass
+    since = boot_clock()  # the actors' runs start after this; the user's older processes not
     caller = subprocess.Popen(
         [sys.executable, "-c", _CALLER, cluster.address, str(task)],
         stdout=subprocess.PIPE,
@@ -267,4 +268,4 @@ def test_a_caller_that_dies_mid_batch_leaves_no_actor_and_no_run_behind(
         caller.wait(timeout=30)
     assert _gone(pids, 30), "an actor outlived its caller"
     for pid in pids:
-        assert sandbox_processes(pid) == []
+        assert sandbox_processes(pid, since) == []
