@@ -11,10 +11,11 @@ of the tests around it)."""
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping
 
 from pytest_scorewright.integrity.verdict import RunVerdict
-from pytest_scorewright.result import Benchmark, ScoreResult, TestRecord
+from pytest_scorewright.result import Benchmark, ScoreResult
 from pytest_scorewright.scoring.runs import Suite
 
 #: The speedup above which a candidate's speed is measured again.
@@ -46,44 +47,52 @@ def keep_the_slower(
     """Each benchmarked record of ``first`` takes the slower of its two measurements; one
     that did not pass and benchmark again loses its figures (no speed is credited). With
     ``reference_again`` (the reference's run beside ``again``) and ``reference`` (its medians
-    when the evaluator was prepared), the second median is first put in the prepared
-    reference's terms: scaled by how much slower the reference ran beside it."""
+    when the evaluator was prepared), the second medians are first put in the prepared
+    reference's terms: scaled by how much slower the reference ran beside them."""
     second = {r.nodeid: r for r in again.records}
-    beside = {r.nodeid: r for r in reference_again.records} if reference_again else {}
+    scale = load_scale(reference_again, reference)
     records = []
     for record in first.records:
         if record.benchmark is not None:
             other = second.get(record.nodeid)
             figures = other.benchmark if other is not None and other.passed else None
             if figures is not None:
-                figures = _in_prepared_terms(figures, beside.get(record.nodeid), reference)
+                figures = dataclasses.replace(
+                    figures, median_s=figures.median_s * scale, first_s=figures.first_s * scale
+                )
                 figures = _slower(record.benchmark, figures)
             record = dataclasses.replace(record, benchmark=figures)
         records.append(record)
     first.records = records
 
 
+def load_scale(
+    beside: RunVerdict | None, reference: Mapping[tuple[bool, str], float] | None
+) -> float:
+    """How much faster the machine ran the reference when it was prepared than beside the
+    re-measurement: the geometric mean, over the tests the reference benchmarked both times,
+    of prepared median / median beside; 1.0 with nothing to compare. One figure for the whole
+    run, not one per test: load is the machine's, and a short test's own noise (15 rounds of
+    fresh arguments) would otherwise enter each second figure twice."""
+    if beside is None or not reference:
+        return 1.0
+    logs = [
+        math.log(reference[(False, r.nodeid)] / r.benchmark.median_s)
+        for r in beside.records
+        if r.passed
+        and r.benchmark is not None
+        and r.benchmark.median_s > 0
+        and reference.get((False, r.nodeid), 0.0) > 0
+    ]
+    return math.exp(sum(logs) / len(logs)) if logs else 1.0
+
+
 def _slower(first: Benchmark, second: Benchmark) -> Benchmark:
-    """The slower measurement's figures, with the slower first call of the two: the speed
-    credited is never above either measurement's (results/measure.py ``credited_median``
-    reads the first call where every round had the same arguments)."""
+    """The slower median of the two, with the first measurement's first call: where every
+    round had the same arguments, results/measure.py ``credited_median`` reads the first
+    call, so with the median never faster and the first call the same, the speed credited is
+    never above the first measurement's. Not the slower first call of the two: the
+    re-measurement's first call is the first of a process started for it, and a fixed cold
+    cost there (caches, allocations) would count against a fast function as a cache would."""
     slower = second if second.median_s > first.median_s else first
-    if first.first_s > 0 and second.first_s > 0:
-        return dataclasses.replace(slower, first_s=max(first.first_s, second.first_s))
-    return slower
-
-
-def _in_prepared_terms(
-    figures: Benchmark,
-    beside: TestRecord | None,
-    reference: Mapping[tuple[bool, str], float] | None,
-) -> Benchmark:
-    prepared = reference.get((False, beside.nodeid)) if reference and beside else None
-    if beside is None or beside.benchmark is None or not beside.passed or not prepared:
-        return figures  # no reference beside it: its own time, as measured
-    if beside.benchmark.median_s <= 0:
-        return figures
-    scale = prepared / beside.benchmark.median_s
-    return dataclasses.replace(
-        figures, median_s=figures.median_s * scale, first_s=figures.first_s * scale
-    )
+    return dataclasses.replace(slower, first_s=first.first_s)
