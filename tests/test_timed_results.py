@@ -190,6 +190,19 @@ def test_pop_first(benchmark):
         solution.pop_first, setup=lambda: (([random.random()],), {}), rounds=12
     )
     assert 0 <= first < 1
+
+
+def test_counts_the_calls_of_its_own_function(benchmark):
+    seen = []
+
+    def run(items):
+        seen.append(solution.drain(items))
+
+    benchmark.pedantic(run, setup=lambda: (([1, 2, 3],), {}), rounds=7)
+    # Its rounds, and at most the 3 calls the timed results' check makes again: no call
+    # before each round, which only a function of the candidate's gets.
+    assert 7 <= len(seen) <= 10
+    assert set(seen) == {6}
 """
 CONSUMING = """
 def drain(items):
@@ -214,9 +227,13 @@ def test_a_call_that_uses_up_its_arguments_is_benchmarked_like_any_other(
         result = ev.score(tmp_path / "solution.py")
     assert result.signal("pass_rate") == 1.0, result.to_json()
     assert not result.integrity.flagged, [r.code for r in result.integrity.reasons]
-    timed = [t.benchmark for t in result.tests if t.benchmark is not None]
-    assert len(timed) == 2
-    assert all(figures.rounds == 12 for figures in timed)
+    timed = {t.nodeid.split("::")[-1]: t.benchmark for t in result.tests if t.benchmark}
+    assert len(timed) == 3
+    assert {name: figures.rounds for name, figures in timed.items()} == {
+        "test_drains": 12,
+        "test_pop_first": 12,
+        "test_counts_the_calls_of_its_own_function": 7,
+    }
 
 
 def test_fresh_arguments_cannot_be_worked_out_before_the_rounds(evaluator: Evaluator) -> None:

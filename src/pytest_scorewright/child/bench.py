@@ -313,9 +313,9 @@ class BenchmarkFixture:
         prints: list[str] = []
         arguments.made = 0  # the timed rounds' arguments, the same in every run
         watch = CpuWatch(trips)
-        # Fresh arguments each round and nothing to tear down: the previous round's call is
-        # made again before each round (below).
-        warming = setup is not None and teardown is None
+        # Fresh arguments each round, nothing to tear down, and the candidate's own function
+        # timed: the previous round's call is made again before each round (below).
+        warming = setup is not None and teardown is None and _candidates_function(target)
         for index in range(rounds):
             call_args, call_kwargs = arguments()
             printed = (
@@ -464,6 +464,14 @@ class _RoundArguments:
         return self.given
 
 
+def _candidates_function(target: Callable[..., Any]) -> bool:
+    """Whether ``target`` is one of the candidate's functions, called in its process (not a
+    function of the test's, whose calls the test may count, nor a method of a candidate's
+    object, whose calls may change it)."""
+    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    return proxy is not None and type(target) is proxy.RemoteFunction
+
+
 def _warm_up(
     target: Callable[..., Any],
     previous: tuple[tuple[Any, ...], dict[str, Any] | None],
@@ -476,8 +484,9 @@ def _warm_up(
     function in one process does not pay (measured: 30 us calls read 40-46 us over 15
     rounds, 34-37 us with this, against 31-33 us under pytest-benchmark). The previous
     round's arguments, which the candidate has seen: nothing of the coming round reaches it
-    before it is timed. Whether to go on: not after a call that raised (say, its arguments
-    were used up)."""
+    before it is timed. Only for a function of the candidate's (:func:`_candidates_function`):
+    a test's own function is called exactly as often as it asked, as pytest-benchmark does.
+    Whether to go on: not after a call that raised (say, its arguments were used up)."""
     args, kwargs = previous
     if not args and not kwargs:
         return True  # no round yet
