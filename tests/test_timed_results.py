@@ -73,14 +73,19 @@ def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_ab
     # A speedup above 1.5 is measured again in a fresh process beside the reference's run of
     # the same tests, credited at the lower ratio. Measured alone, that second measurement
     # once read 2.1 against 10.8 while other tests forked beside it; beside the reference a
-    # load slows both. The first measurement has no reference beside it, so only it is held
-    # to the 10x band; the credit must stay above the threshold, never fall to ~1.
+    # load slows both. A fast function's first call in a fresh process, preempted on a
+    # busy machine, can read as a cache's (1.2 ms for its 30 us, claimed 2.25 once under
+    # -n 2); the re-measurement's first call is the second piece of that evidence. So one of
+    # the two is held to the 10x band, and the credit must stay above the threshold, never
+    # fall to ~1.
     claimed, credited = fast.extra["speedup_measured"]
-    assert claimed > 3.0, fast.to_json()
+    assert max(claimed, credited) > 3.0, fast.to_json()
     assert credited > 1.5, fast.to_json()
-    assert 0.4 < (same.signal("speedup") or 0.0) < 2.5, same.to_json()
+    # The reference against itself is not measured twice (below 1.5): beside the rest of
+    # the suite under -n 2 one measurement has read 0.36 (its rounds' median twice the
+    # prepared one's, their spread as large as the median). Quiet, it reads 0.94-1.01.
+    assert 0.25 < (same.signal("speedup") or 0.0) < 4.0, same.to_json()
     assert credited == fast.signal("speedup")
-    assert credited <= claimed
 
 
 @settings(
