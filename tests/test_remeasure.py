@@ -42,41 +42,37 @@ def _speedup(run: RunVerdict, reference: dict[tuple[bool, str], float], warm: fl
     return signal.value
 
 
-@given(
-    first=st.tuples(figures(fresh=False), figures(fresh=True)),
-    again=st.tuples(figures(fresh=False), figures(fresh=True)),
-    reference=st.tuples(seconds, seconds),
-    warm=st.floats(min_value=0.01, max_value=1.0),
+#: One measurement of the two tests: a same-argument one and a fresh-argument one.
+measured = st.tuples(figures(fresh=False), figures(fresh=True))
+#: The reference's prepared medians of the two tests.
+prepared = st.tuples(seconds, seconds).map(
+    lambda pair: {(False, nodeid): median for nodeid, median in zip(TESTS, pair, strict=True)}
 )
+warmth = st.floats(min_value=0.01, max_value=1.0)
+
+Measured = tuple[Benchmark, Benchmark]
+Prepared = dict[tuple[bool, str], float]
+
+
+def _rounds_only(measurement: Measured | list[Benchmark]) -> RunVerdict:
+    """The measurement without its first calls: what its rounds alone show."""
+    return _run([dataclasses.replace(f, first_s=0.0) for f in measurement])
+
+
+@given(first=measured, again=measured, medians=prepared, warm=warmth)
 def test_the_credited_speedup_is_never_above_what_either_measurements_rounds_show(
-    first: tuple[Benchmark, Benchmark],
-    again: tuple[Benchmark, Benchmark],
-    reference: tuple[float, float],
-    warm: float,
+    first: Measured, again: Measured, medians: Prepared, warm: float
 ) -> None:
-    medians = {(False, nodeid): median for nodeid, median in zip(TESTS, reference, strict=True)}
-    rounds = [
-        _speedup(_run([dataclasses.replace(f, first_s=0.0) for f in m]), medians, warm)
-        for m in (first, again)
-    ]
+    rounds = [_speedup(_rounds_only(m), medians, warm) for m in (first, again)]
     kept = _run(list(first))
     keep_the_slower(kept, _run(list(again)))
     assert _speedup(kept, medians, warm) <= min(rounds) * (1 + 1e-9)
 
 
-@given(
-    first=st.tuples(figures(fresh=False), figures(fresh=True)),
-    again=st.tuples(figures(fresh=False), figures(fresh=True)),
-    reference=st.tuples(seconds, seconds),
-    warm=st.floats(min_value=0.01, max_value=1.0),
-)
+@given(first=measured, again=measured, medians=prepared, warm=warmth)
 def test_a_first_call_slow_in_both_processes_still_reads_as_a_cache(
-    first: tuple[Benchmark, Benchmark],
-    again: tuple[Benchmark, Benchmark],
-    reference: tuple[float, float],
-    warm: float,
+    first: Measured, again: Measured, medians: Prepared, warm: float
 ) -> None:
-    medians = {(False, nodeid): median for nodeid, median in zip(TESTS, reference, strict=True)}
     slowest = max(first[0].first_s, again[0].first_s)
     both = [(dataclasses.replace(m[0], first_s=slowest), m[1]) for m in (first, again)]
     alone = [_speedup(_run(list(m)), medians, warm) for m in both]
@@ -85,20 +81,11 @@ def test_a_first_call_slow_in_both_processes_still_reads_as_a_cache(
     assert _speedup(kept, medians, warm) <= min(alone) * (1 + 1e-9)
 
 
-@given(
-    first=st.tuples(figures(fresh=False), figures(fresh=True)),
-    again=st.tuples(figures(fresh=False), figures(fresh=True)),
-    beside=st.tuples(figures(fresh=False), figures(fresh=True)),
-    reference=st.tuples(seconds, seconds),
-)
+@given(first=measured, again=measured, beside=measured, medians=prepared)
 def test_a_re_measurement_beside_the_reference_never_credits_more_than_the_first_rounds(
-    first: tuple[Benchmark, Benchmark],
-    again: tuple[Benchmark, Benchmark],
-    beside: tuple[Benchmark, Benchmark],
-    reference: tuple[float, float],
+    first: Measured, again: Measured, beside: Measured, medians: Prepared
 ) -> None:
-    medians = {(False, nodeid): median for nodeid, median in zip(TESTS, reference, strict=True)}
-    rounds = _speedup(_run([dataclasses.replace(f, first_s=0.0) for f in first]), medians, 1.0)
+    rounds = _speedup(_rounds_only(first), medians, 1.0)
     kept = _run(list(first))
     keep_the_slower(kept, _run(list(again)), _run(list(beside)), medians)
     assert _speedup(kept, medians, 1.0) <= rounds * (1 + 1e-9)
