@@ -68,12 +68,16 @@ def test_repeats_name_flaky_tests_and_give_intervals(evaluator: Evaluator) -> No
 
 @pytest.mark.sandbox
 def test_confirm_credits_the_worse_end_of_each_interval(evaluator: Evaluator) -> None:
-    once = evaluator.score(TASK / "candidates" / "flaky_double.py")
     confirmed = evaluator.confirm(TASK / "candidates" / "flaky_double.py", RUNS)
     summary = confirmed.extra["repeats"]
     assert confirmed.extra["confirmed"] == RUNS
     assert confirmed.signal("pass_rate") == summary["signals"]["pass_rate"]["low"]
-    assert (confirmed.signal("pass_rate") or 0.0) < max(once.signal("pass_rate") or 0.0, 0.76)
+    # The worse end, below what the repeats saw on average, wherever an outcome changed
+    # (a fixed bound, 0.76, failed about 1 run in 100: 10 passes in 12 coin tosses give a
+    # low end of 0.776).
+    pass_rate = summary["signals"]["pass_rate"]
+    if summary["flaky_tests"]:
+        assert (confirmed.signal("pass_rate") or 0.0) < pass_rate["mean"]
     assert confirmed.signal("duration_s") == summary["signals"]["duration_s"]["high"]
     steady = evaluator.confirm(TASK / "candidates" / "steady.py", 3)
     assert steady.signal("pass_rate") == 1.0  # a steady candidate loses nothing
