@@ -140,7 +140,7 @@ class RoundTrips:
         the test's own work between rounds (``setup``, ``teardown``, copies of the arguments)
         keeps the candidate's process off the CPU, and the first call into it after that
         costs more than a call does (measured: a 30 us function read 50 us over 15 such
-        rounds, 37 us with this). With the previous round's arguments, which the candidate
+        rounds, 33 us with this). With the previous round's arguments, which the candidate
         has seen: the coming round's must not reach it before the round is timed. Before
         the first round, a null call without arguments, not counted."""
         if self.last == ((), None) and not self.pings:

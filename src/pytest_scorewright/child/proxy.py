@@ -111,6 +111,8 @@ class Session:
         self.trusted_trip: float | None = None
         #: Where the candidate was when a test last timed out in a call to it.
         self.stuck_at: str | None = None
+        #: :data:`NULL_CALL`'s stand-in, reached by its path in every incarnation.
+        self.null_function = RemoteFunction(Ref(self, 0, -1, NULL_CALL), NULL_CALL[1], NULL_CALL[1])
 
     # -- the link -----------------------------------------------------------------------------
 
@@ -154,7 +156,7 @@ class Session:
         request: the benchmark fixture times these between its rounds."""
         with self.lock:  # a turn like any request: a test's threads share the channel
             counted = self.requests
-            target = RemoteFunction(Ref(self, 0, -1, NULL_CALL), NULL_CALL[1], NULL_CALL[1])
+            target = self.null_function
             try:
                 # A call's path, but what it says it changed in the arguments is not applied:
                 # this call is ours, between the test's rounds.
