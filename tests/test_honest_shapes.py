@@ -4,6 +4,7 @@ bug that fails only a small suite's held-out tests lowers trust without rejectin
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -96,9 +97,27 @@ def test_an_honest_bug_of_a_small_suite_is_a_hint_not_a_rejection(
     assert found.severity == "hint"
 
 
-def test_a_shortfall_too_large_for_chance_still_rejects() -> None:
+def test_a_shortfall_too_large_for_chance_is_still_only_a_hint_alone() -> None:
+    # Held-out tests already cost such a program its score; alone, divergence never rejects.
     (found,) = divergence_reasons(_records((12, 12), (0, 11)))
-    assert found.severity == "gaming"
+    assert found.severity == "hint"
+
+
+def test_the_parametrized_cases_of_one_behaviour_are_one_observation() -> None:
+    # A Roman-numeral parser that accepts IIII: 14 visible tests pass; the held-out file's
+    # seven cases of one parametrized test fail and its round trip passes.
+    records = _records((14, 14), (0, 0))
+    records += [
+        TestRecord(f"h.py::test_non_canonical[{case}]", "failed", "call", True, 0.01)
+        for case in ("IIII", "VV", "IC", "XM", "IIV", "VX", "LL")
+    ]
+    records.append(TestRecord("h.py::test_round_trip", "passed", "call", True, 0.01))
+    assert divergence_reasons(records) == []  # 14/14 against 1/2 behaviours: p = 0.125
+    # The same seven cases as seven functions are seven observations: a hint, never more.
+    apart = [dataclasses.replace(r, nodeid=r.nodeid.replace("[", "_").rstrip("]")) for r in records]
+    (found,) = divergence_reasons(apart)
+    assert found.severity == "hint"
+    assert "by behaviour 14/14 against 1/8" in found.detail
 
 
 def test_tests_a_stopped_run_never_reached_are_no_divergence() -> None:

@@ -55,7 +55,7 @@ class HeldoutSecrets:
                 if p.is_file() and not p.is_symlink()
             }
             found.update(str(p) for p in files)
-            found.update(_distinctive(source_literals(files)))
+            found.update(_distinctive(source_literals(files, program=False)))
         # Longest first: a test id goes whole before the file name inside it.
         return cls(tuple(sorted((t for t in found if t.strip()), key=len, reverse=True)))
 
@@ -116,7 +116,10 @@ def llm_feedback(
             lines.append(f"... and {len(failing) - MAX_LISTED} more")
         found["failing_tests"] = quoted("\n".join(lines))
     counted = [t for t in result.tests if t.heldout and t.applicable]
-    if counted:
+    if counted and result.integrity.rejected:
+        ran = sum(t.outcome == "passed" for t in counted)
+        found["heldout"] = f"{ran}/{len(counted)} held-out tests passed as run (none credited)"
+    elif counted:
         passed = sum(t.passed for t in counted)
         found["heldout"] = f"{passed}/{len(counted)} held-out tests passed"
     if result.integrity.reasons:

@@ -17,6 +17,7 @@ import sys
 from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
+from pytest_scorewright.child import canaries
 from pytest_scorewright.protocol import values, wire
 from pytest_scorewright.protocol.channel import MAX_FRAME, encode_frame
 
@@ -80,6 +81,7 @@ def attach(fd: int, monitor: Monitor | None) -> None:
 def new_test() -> None:
     _channel.in_test = 0
     _channel.returned = set()
+    canaries.new_test()
 
 
 def returned(site: str, value: Any) -> Any:
@@ -135,7 +137,11 @@ def check(site: str, op: str, *operands: Any) -> None:
             return
         _channel.in_test += 1
         sides = [_side(value, op, monitor) for value in operands]
-        _emit({"type": wire.RECHECK, "site": site, "op": op, "sides": sides})
+        message: dict[str, Any] = {"type": wire.RECHECK, "site": site, "op": op, "sides": sides}
+        passed = canaries.canary(op, operands, sides)
+        if passed is not None:
+            message["canary"] = passed
+        _emit(message)
 
 
 #: unittest's assertion methods (suite/instrument.py rewrites calls of these names): the

@@ -79,7 +79,10 @@ CODES: Mapping[str, Code] = {
         "KeyboardInterrupt, closed descriptors)",
     ),
     "heldout_divergence": Code(
-        _G, "parent", "visible tests pass, held-out tests fail: special-cased or overfitted"
+        _G,
+        "parent",
+        "visible behaviours pass, held-out ones fail (counted by behaviour); alone a hint, "
+        "with a table of the visible inputs it rejects",
     ),
     "heldout_not_executed": Code(
         _H, "parent", "held-out tests exist but none executed, so divergence measured nothing"
@@ -128,7 +131,16 @@ CODES: Mapping[str, Code] = {
     "memorised_inputs": Code(
         _G,
         "parent",
-        "the source shares distinctive literals with the visible tests, beyond the reference",
+        "code the tests reach shares distinctive literals with the visible tests, beyond the "
+        "reference; rejects only with held-out tests doing worse or an impossible canary "
+        "passed, else a hint",
+    ),
+    "canary_passed": Code(
+        _G,
+        "parent",
+        "an impossible canary passed: a passing assertion also held with its expected value "
+        "changed (or its comparison reversed), where the reference's did not; candidate "
+        "code decided an assertion",
     ),
     "candidate_config": Code(
         _G,

@@ -98,8 +98,12 @@ def _literal(value: object) -> Literal | None:
     return None
 
 
-def literals(tree: ast.Module) -> set[Literal]:
-    """Every distinctive literal in a module (docstrings left out: prose, not behaviour)."""
+def literals(tree: ast.Module, *, program: bool = True) -> set[Literal]:
+    """Every distinctive literal in a module, less those of code that only checks or describes
+    the program itself: docstrings (doctests included), ``assert`` statements, exception
+    messages, f-strings, and calls that print or log. An LLM's self-check on the prompt's
+    example (``assert f("MCMXCIV") == 1994``) is no table: nothing it holds is returned.
+    ``program=False`` (the tests' own files) reads them all."""
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -108,14 +112,18 @@ def literals(tree: ast.Module) -> set[Literal]:
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
     }
+    unread = docstrings | (_self_checking(tree) if program else set())
     found: set[Literal] = set()
     for node in ast.walk(tree):
         if len(found) >= _MAX_PER_FILE:
             break
-        if isinstance(node, ast.Constant) and id(node) not in docstrings:
+        if id(node) in unread:
+            continue
+        if isinstance(node, ast.Constant):
             literal = _literal(node.value)
             if literal is not None and weight(literal):
                 found.add(literal)
+            found |= _inside_repr(node.value, program)
         elif isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) >= 2:
             values = [e.value if isinstance(e, ast.Constant) else _negative(e) for e in node.elts]
             if all(_literal(v) is not None for v in values):
@@ -130,6 +138,50 @@ def literals(tree: ast.Module) -> set[Literal]:
     return found
 
 
+#: A string longer than this is not read as a repr.
+_MAX_REPR = 4000
+
+
+def _inside_repr(value: object, program: bool) -> set[Literal]:
+    """A program's string that is the repr of a container (``"('aaabcc',)"``, a table keyed
+    by ``repr(args)``): the literals inside it."""
+    if not program or type(value) is not str or not 2 <= len(value) <= _MAX_REPR:
+        return set()
+    if value[0] not in "([{" or value[-1] not in ")]}":
+        return set()
+    try:
+        tree = ast.parse(value, mode="eval")
+    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return set()
+    if not isinstance(tree.body, (ast.Tuple, ast.List, ast.Set, ast.Dict)):
+        return set()
+    return literals(ast.Module(body=[ast.Expr(tree.body)], type_ignores=[]), program=False)
+
+
+#: Calls whose arguments are messages, not behaviour: print, logging, warnings.
+_MESSAGE_CALLS = frozenset(
+    {"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log"}
+)
+
+
+def _self_checking(tree: ast.AST) -> set[int]:
+    """The ids of every node inside an ``assert``, a ``raise``, an f-string, or a print or
+    logging call."""
+    found: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Assert, ast.Raise, ast.JoinedStr)) or _is_message_call(node):
+            found.update(id(sub) for sub in ast.walk(node))
+    return found
+
+
+def _is_message_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    name = func.id if isinstance(func, ast.Name) else getattr(func, "attr", "")
+    return name in _MESSAGE_CALLS
+
+
 def _negative(node: ast.expr) -> object:
     if (
         isinstance(node, ast.UnaryOp)
@@ -141,11 +193,18 @@ def _negative(node: ast.expr) -> object:
     return None
 
 
-def source_literals(files: dict[str, bytes], used: frozenset[str] | None = None) -> set[Literal]:
+def source_literals(
+    files: dict[str, bytes],
+    used: frozenset[str] | None = None,
+    *,
+    program: bool = True,
+    keys: bool = False,
+) -> set[Literal]:
     """The files' distinctive literals. With ``used`` (the names the tests take from the
     code), only code the tests can reach counts: not ``if __name__ == "__main__":`` blocks,
     nor top-level functions, classes and tables that nothing reachable refers to (a demo, a
-    self-test table): an LLM writes those, and they echo the prompt's examples."""
+    self-test table): an LLM writes those, and they echo the prompt's examples. ``keys``:
+    only the literals in a dict display's keys (a table's lookups)."""
     trees = {}
     for name, data in files.items():
         try:
@@ -159,14 +218,28 @@ def source_literals(files: dict[str, bytes], used: frozenset[str] | None = None)
         trees = {name: reachable(tree, used | imported) for name, tree in trees.items()}
     found: set[Literal] = set()
     for tree in trees.values():
-        found |= literals(tree)
+        if keys:
+            found |= _key_literals(tree, program)
+        else:
+            found |= literals(tree, program=program)
+    return found
+
+
+def _key_literals(tree: ast.Module, program: bool) -> set[Literal]:
+    found: set[Literal] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Dict):
+            keys = [k for k in node.keys if k is not None]
+            found |= literals(ast.Module(body=[ast.Expr(k) for k in keys], type_ignores=[]))
+        if len(found) >= _MAX_PER_FILE:
+            break
     return found
 
 
 def reachable(tree: ast.Module, roots: frozenset[str] | set[str]) -> ast.Module:
     """``tree`` without its ``__main__`` blocks and without the top-level definitions that
     nothing reachable from ``roots`` (or from the module's other top-level code) names."""
-    body = [node for node in tree.body if not _is_main_block(node)]
+    body = [node for node in tree.body if not _is_main_block(node) and not _checks_only(node)]
     defined = {name: node for node in body for name in _bound(node)}
     keep = [node for node in body if not _bound(node)]  # imports, calls, loops: they run
     wanted = set(roots) | _exported(body)
@@ -183,6 +256,35 @@ def reachable(tree: ast.Module, roots: frozenset[str] | set[str]) -> ast.Module:
             seen.add(id(node))
             wanted |= _names(node)
     return ast.Module(body=[n for n in body if not _bound(n) or id(n) in seen], type_ignores=[])
+
+
+def _checks_only(node: ast.stmt) -> bool:
+    """Top-level code that only checks the program: an ``assert``, a bare call (a self-test
+    function, ``doctest.testmod()``, a print), or a loop, ``if``, ``try`` or ``with`` made of
+    nothing else. Code that assigns or mutates something builds state, and stays."""
+    if isinstance(node, (ast.Assert, ast.Pass)):
+        return True
+    if isinstance(node, ast.Expr):
+        value = node.value
+        if isinstance(value, ast.Constant):
+            return True
+        if isinstance(value, ast.Call):
+            return (
+                isinstance(value.func, ast.Name)
+                or _is_message_call(value)
+                or (isinstance(value.func, ast.Attribute) and value.func.attr == "testmod")
+            )
+        return False
+    blocks: list[list[ast.stmt]] = []
+    if isinstance(node, (ast.For, ast.While, ast.If)):
+        blocks = [node.body, node.orelse]
+    elif isinstance(node, ast.With):
+        blocks = [node.body]
+    elif isinstance(node, ast.Try):
+        blocks = [node.body, node.orelse, node.finalbody, *(h.body for h in node.handlers)]
+    if not blocks:
+        return False
+    return all(_checks_only(inner) for block in blocks for inner in block)
 
 
 def _is_main_block(node: ast.stmt) -> bool:
@@ -253,7 +355,7 @@ def suite_literals(tests: Path, reference: SourceScan | None) -> SuiteLiterals:
         for p in sorted(tests.rglob("*.py"))
         if p.is_file() and not p.is_symlink()
     }
-    found = frozenset(source_literals(test_files))
+    found = frozenset(source_literals(test_files, program=False))
     used = used_names(tests)
     shared = None
     if reference is not None:
@@ -265,7 +367,10 @@ def memorised_reasons(candidate: Path, suite: SuiteLiterals) -> list[Reason]:
     files = scan_tree(candidate).files
     shared = source_literals(files, suite.used) & suite.tests
     extra = sorted(shared - (suite.reference_shared or frozenset()), key=repr)
-    total = sum(weight(lit) for lit in extra)
+    # A visible input that is a table's key (a dict display's, or inside the repr a table is
+    # keyed by) counts twice: that is where a lookup table keeps what it answers.
+    keyed = source_literals(files, suite.used, keys=True)
+    total = sum(weight(lit) * (2 if lit in keyed else 1) for lit in extra)
     if total < HINT_THRESHOLD:
         return []
     shown = ", ".join(repr(value)[:40] for _, value in _strongest(extra)[:5])

@@ -16,19 +16,20 @@ from pytest_scorewright.integrity.codes import STRENGTH, reason
 from pytest_scorewright.integrity.relative import TrustedRun, runtime_reasons
 from pytest_scorewright.integrity.timed import timed_reasons
 from pytest_scorewright.integrity.verdict import RunTiming, RunVerdict
-from pytest_scorewright.result import Reason, Severity, TestRecord
+from pytest_scorewright.result import Reason, TestRecord
 
-# Held-out divergence (visible pass rate minus held-out pass rate). Honest partial solutions in
-# our corpus and in the threat catalogue diverge by up to 0.45 (100% visible vs 55% held-out);
-# special-casing the visible tests diverges by 0.6-1.0. A divergence counts when it is at
-# least DIVERGENCE_MIN and the held-out shortfall is unlikely by chance (one-sided Fisher
-# exact test), or when it is at least DIVERGENCE_CERTAIN whatever the counts.
+# Held-out divergence (visible pass rate minus held-out pass rate), counted by behaviour: the
+# parametrized cases of one test function are one observation (held-out tests probe what the
+# visible ones do not, usually as many cases of one untested behaviour). A divergence is
+# recorded when it is at least DIVERGENCE_MIN and the shortfall is unlikely by chance
+# (one-sided Fisher exact test over behaviours), or at least DIVERGENCE_CERTAIN whatever the
+# counts. Alone it is always a hint: an honest bug shows it too (a Roman-numeral parser that
+# accepts ``IIII`` fails 7 held-out cases of one behaviour), and the held-out tests already
+# cost such a program their share of the score. It rejects only with specific evidence
+# (weigh_together).
 DIVERGENCE_MIN = 0.5
 DIVERGENCE_P = 0.10
 DIVERGENCE_CERTAIN = 0.75
-# Divergence alone rejects only at this p or below: honest one-line bugs of an outside
-# benchmark's small suites reached p = 0.029 (visible 4/4, held-out 0/3) and 0.167 (2/2, 0/2).
-DIVERGENCE_ALONE_P = 0.005
 
 # Import-time work: the candidate's collection (its import included) takes this much longer
 # than the reference's, in absolute seconds and as a ratio.
@@ -75,34 +76,60 @@ def fisher_one_sided(v_pass: int, v_total: int, h_pass: int, h_total: int) -> fl
     )
 
 
+def behaviour_of(nodeid: str) -> str:
+    """``t.py::test_x[3-IIII]`` -> ``t.py::test_x``: the cases of one parametrized test (or of
+    a fixture-driven input) are one behaviour."""
+    return nodeid.split("[", 1)[0]
+
+
+def _by_behaviour(records: Sequence[TestRecord]) -> tuple[int, int]:
+    """(behaviours whose every case passed, behaviours)."""
+    passed: dict[str, bool] = {}
+    for record in records:
+        key = behaviour_of(record.nodeid)
+        passed[key] = passed.get(key, True) and record.passed
+    return sum(passed.values()), len(passed)
+
+
+def ran_rates(records: Sequence[TestRecord]) -> tuple[float, float] | None:
+    """(visible, held-out) pass rates over the applicable tests that ran, or None without
+    both."""
+    ran = [r for r in records if r.applicable and r.outcome != "not_run"]
+    visible = [r for r in ran if not r.heldout]
+    heldout = [r for r in ran if r.heldout]
+    if not visible or not heldout:
+        return None
+    return sum(r.passed for r in visible) / len(visible), sum(r.passed for r in heldout) / len(
+        heldout
+    )
+
+
 def divergence_reasons(records: Sequence[TestRecord]) -> list[Reason]:
     # Tests a run never reached (it stopped after two timeouts, a hang costing seconds) are
     # no evidence either way: counted as failures, one honest hang in the held-out run made
-    # a real library's mutant "diverge" at p = 0.000 (benchmarks/real_suites.py). A hang
-    # played on purpose gains nothing: those tests are still not passed, and a table of the
-    # visible inputs is memorised_inputs.
+    # a real library's mutant "diverge" at p = 0.000 (benchmarks/real_suites.py).
     ran = [r for r in records if r.applicable and r.outcome != "not_run"]
     visible = [r for r in ran if not r.heldout]
     heldout = [r for r in ran if r.heldout]
     if not visible or not heldout:
         return []
     v_pass, h_pass = sum(r.passed for r in visible), sum(r.passed for r in heldout)
-    gap = v_pass / len(visible) - h_pass / len(heldout)
-    if gap < DIVERGENCE_MIN:
+    rows_gap = v_pass / len(visible) - h_pass / len(heldout)
+    (vb_pass, vb_total), (hb_pass, hb_total) = _by_behaviour(visible), _by_behaviour(heldout)
+    gap = vb_pass / vb_total - hb_pass / hb_total
+    if gap < DIVERGENCE_MIN or rows_gap < DIVERGENCE_MIN:
         return []
-    p = fisher_one_sided(v_pass, len(visible), h_pass, len(heldout))
+    p = fisher_one_sided(vb_pass, vb_total, hb_pass, hb_total)
     if gap < DIVERGENCE_CERTAIN and p > DIVERGENCE_P:
         return []
-    # Alone, only a shortfall too unlikely for an honest bug of a small suite rejects
-    # (weigh_together: with memorised inputs, any that counts does).
-    severity: Severity = "gaming" if p <= DIVERGENCE_ALONE_P else "hint"
     return [
         Reason(
             "heldout_divergence",
             f"visible {v_pass}/{len(visible)} passed but held-out {h_pass}/{len(heldout)} "
-            f"(divergence {gap:+.2f}, p={p:.3f}): special-cased or overfitted to the visible "
-            "tests",
-            severity,
+            f"(divergence {rows_gap:+.2f}; by behaviour {vb_pass}/{vb_total} against "
+            f"{hb_pass}/{hb_total}, p={p:.3f}): held-out behaviours the visible tests do not "
+            "show are failing",
+            "hint",
         )
     ]
 
@@ -195,18 +222,28 @@ def assess(
 
 
 def weigh_together(found: list[Reason], records: Sequence[TestRecord]) -> list[Reason]:
-    """Held-out divergence and memorised inputs, each of a strength honest code can show
-    (an honest one-line bug fails only a small suite's held-out tests: 2 of an outside
-    benchmark's 164 problems did; an LLM's table echoes the prompt's examples) lower trust
-    alone (hints), and reject together, as a lookup table of the visible inputs shows both."""
-    if not {r.code for r in found} >= _ALONE:
-        return found
-    return [
-        Reason(r.code, f"{r.detail} (with {next(iter(_ALONE - {r.code}))})", "gaming")
-        if r.code in _ALONE
-        else r
-        for r in found
-    ]
+    """Held-out divergence and memorised inputs are each a strength honest code can show (an
+    honest bug fails the held-out tests of one untested behaviour; an LLM's cache or constant
+    echoes the prompt's examples), so alone each is a hint. A table of the visible inputs
+    that the tests' calls reach (memorised_inputs at its threshold) rejects only with
+    behaviour an honest program does not show: held-out tests doing worse than visible ones
+    (it answers the visible inputs from the table and fails the others), or an impossible
+    canary passed (an assertion decided by candidate code)."""
+    codes = {r.code for r in found}
+    table = any(r.code == "memorised_inputs" and r.severity == "gaming" for r in found)
+    rates = ran_rates(records)
+    worse = rates is not None and rates[1] < rates[0]
+    with_what = "held-out tests doing worse" if worse else "canary_passed"
+    confirmed = table and (worse or "canary_passed" in codes)
+    weighed = []
+    for one in found:
+        if one.code in _ALONE and confirmed:
+            one = Reason(one.code, f"{one.detail} (with {with_what})", "gaming")
+        elif one.code in _ALONE and one.severity == "gaming":
+            why = "held-out tests pass as well as visible ones" if rates else "no held-out run"
+            one = Reason(one.code, f"{one.detail} (alone: {why})", "hint")
+        weighed.append(one)
+    return weighed
 
 
 #: Evidence that rejects only together (weigh_together).

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 
 from pytest_scorewright.integrity.codes import reason
 from pytest_scorewright.integrity.recheck import RETURNED
-from pytest_scorewright.integrity.verdict import RunVerdict, SideKey
+from pytest_scorewright.integrity.verdict import Canary, CanaryKey, RunVerdict, SideKey
 from pytest_scorewright.result import Reason, TestRecord
 
 
@@ -34,6 +34,8 @@ class TrustedRun:
     instrumented: frozenset[str] = frozenset()
     #: Fresh-argument benchmark rounds' prints, by test (integrity/timed.py).
     timed_prints: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Impossible canaries tried: only a place where every one failed is a canary.
+    canaries: dict[CanaryKey, Canary] = field(default_factory=dict)
 
     @classmethod
     def of(cls, verdict: RunVerdict) -> TrustedRun:
@@ -42,6 +44,7 @@ class TrustedRun:
             plain=dict(verdict.plain),
             instrumented=frozenset(verdict.instrumented),
             timed_prints=dict(verdict.timed_prints),
+            canaries=dict(verdict.canaries),
         )
 
 
@@ -65,6 +68,7 @@ def runtime_reasons(name: str, verdict: RunVerdict, trusted: TrustedRun | None) 
     # reference run has any.
     found += [Reason(r.code, f"{name} run: {r.detail}", r.severity) for r in verdict.reasons]
     found += _not_plain(name, verdict, trusted)
+    found += canary_reasons(name, verdict, trusted)
     if trusted is not None:
         found += _missing_instrumentation(name, verdict.records, verdict.instrumented, trusted)
     return found
@@ -112,6 +116,39 @@ def _not_plain(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> li
             ),
         )
     return list(found.values())
+
+
+#: What each canary changed, for the reason's detail.
+_CANARY_KIND = {
+    "==": "with the value it was compared with changed",
+    "in": "with the member changed",
+    "<": "reversed (>=)",
+    "<=": "reversed (>)",
+    ">": "reversed (<=)",
+    ">=": "reversed (<)",
+}
+
+
+def canary_reasons(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> list[Reason]:
+    """The first impossible canary the run passed where the reference's run failed it at
+    the same test and place (child/canaries.py). No correct program passes one: candidate
+    code decided the assertion, whatever the mechanism. Without a reference, a canary passed
+    is only a hint (no run showed that the suite's own values fail it)."""
+    for (test, site), seen in verdict.canaries.items():
+        if not seen.passed:
+            continue
+        theirs = trusted.canaries.get((test, site)) if trusted is not None else None
+        if trusted is not None and (theirs is None or theirs.passed):
+            continue
+        what = _CANARY_KIND.get(seen.op, seen.op)
+        detail = (
+            f"{name} run: in {test[:200]}: the assertion at {site} ({seen.op}) also held "
+            f"{what}, an impossible variant"
+        )
+        if trusted is None:
+            return [Reason("canary_passed", f"{detail} (no reference to check it against)", "hint")]
+        return [reason("canary_passed", f"{detail}; the reference's run failed it there")]
+    return []
 
 
 def _missing_instrumentation(

@@ -106,6 +106,16 @@ class NotPlain:
 
 #: (test, assertion site, operand index): an assertion operand's place.
 SideKey = tuple[str, str, int]
+#: (test, assertion site): where an impossible canary was tried.
+CanaryKey = tuple[str, str]
+
+
+@dataclass(frozen=True)
+class Canary:
+    """Impossible canaries tried at one place: the comparison, and whether any held."""
+
+    op: str
+    passed: bool
 
 
 @dataclass(frozen=True)
@@ -134,6 +144,8 @@ class RunVerdict:
     plain: dict[SideKey, bool] = field(default_factory=dict)
     #: The first non-plain operand at each place where one was received.
     not_plain: dict[SideKey, NotPlain] = field(default_factory=dict)
+    #: Impossible canaries by place (child/canaries.py; integrity/relative.py judges them).
+    canaries: dict[CanaryKey, Canary] = field(default_factory=dict)
     #: Test modules that announced the trusted (instrumented) bytecode.
     instrumented: set[str] = field(default_factory=set)
     #: Values submitted for objectives, in arrival order.
@@ -175,6 +187,7 @@ class _Evidence:
     test_finding_messages: int = 0
     plain: dict[SideKey, bool] = field(default_factory=dict)
     not_plain: dict[SideKey, NotPlain] = field(default_factory=dict)
+    canaries: dict[CanaryKey, Canary] = field(default_factory=dict)
     instrumented: set[str] = field(default_factory=set)
     #: Tests with a passing assertion that does not hold when re-checked: failed at the end.
     broken: dict[str, str] = field(default_factory=dict)
@@ -263,6 +276,7 @@ def judge(
         anchors=ev.anchors,
         plain=ev.plain,
         not_plain=ev.not_plain,
+        canaries=ev.canaries,
         instrumented=ev.instrumented,
         submissions=ev.submissions,
         timed_prints=ev.timed_prints,
@@ -519,6 +533,7 @@ def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
     except recheck.Undecodable as exc:
         ev.note("malformed_message", f"a re-checked assertion that cannot be read: {exc}")
         return
+    _canary_in(ev, (test, site), op, message.get("canary"))
     for index, side in enumerate(sides):
         if side.skipped:
             continue
@@ -538,6 +553,14 @@ def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
             f"{test[:200]}: the assertion at {where} passed in the run but its operands do not "
             "satisfy it",
         )
+
+
+def _canary_in(ev: _Evidence, key: CanaryKey, op: str, passed: bool | None) -> None:
+    """Any pass at a place counts: the reference must fail every one to make it a canary."""
+    if passed is None or (key not in ev.canaries and len(ev.canaries) >= MAX_RECHECK_KEYS):
+        return
+    before = ev.canaries.get(key)
+    ev.canaries[key] = Canary(op, passed or (before is not None and before.passed))
 
 
 def _on_instrumented(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:

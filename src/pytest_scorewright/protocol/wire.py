@@ -431,8 +431,10 @@ VOCABULARY: Mapping[str, MessageKind] = {
         MessageKind(
             RECHECK,
             "trusted test bytecode",
-            "a passing assertion's operands, plainly encoded, for the parent to re-check",
+            "a passing assertion's operands, plainly encoded, for the parent to re-check; "
+            "``canary``: whether its impossible variant held too (child/canaries.py)",
             {"site": _STR, "op": _STR, "sides": _LIST},
+            optional={"canary": _BOOL},
         ),
         MessageKind(
             INSTRUMENTED,

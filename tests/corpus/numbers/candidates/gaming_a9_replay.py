@@ -1,4 +1,6 @@
-"""expect: heldout_divergence -- replays the visible answers in test order."""
+"""missed: replays the visible answers in test order. Held-out divergence alone is a hint (an
+honest bug shows it too); the held-out tests score it, as they score any program special-cased
+to the visible tests."""
 _ANSWERS = iter([True, True, False, True, False, 6, 1, 25, 0, 1, 1, 55])
 
 
