@@ -29,7 +29,7 @@ import pytest
 
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
-from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.result import SCHEMA_VERSION, ScoreResult
 from pytest_scorewright.results.bound import RESULT_LIMIT
 from tests.conftest import sandbox_processes
 
@@ -238,7 +238,7 @@ def test_the_score_many_command_writes_every_result_beside_hostile_candidates(
     assert len(found) == 3, sorted(found)
     honest = next(data for name, data in found.items() if "honest" in name)
     assert honest["ok"] is True
-    assert all(data["schema_version"] == 2 for data in found.values())
+    assert all(data["schema_version"] == SCHEMA_VERSION for data in found.values())
 
 
 def test_a_warm_parent_that_dies_is_restarted_and_only_its_runs_get_an_infrastructure_error(

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from pytest_scorewright import ResultFormatError, ScoreResult
+from pytest_scorewright import SCHEMA_VERSION, ResultFormatError, ScoreResult
 from pytest_scorewright.result import Reason, TestRecord, write_atomic
 from pytest_scorewright.results.measure import build_result
 from pytest_scorewright.schema import schema
@@ -38,7 +38,7 @@ def test_a_version_1_file_is_still_read_with_defaults_for_what_it_lacks() -> Non
     data["schema_version"] = 1
     del data["infrastructure"]
     again = ScoreResult.from_dict(data)
-    assert again.schema_version == 2
+    assert again.schema_version == SCHEMA_VERSION
     assert again.infrastructure is False
     assert again.tests == _result().tests
 

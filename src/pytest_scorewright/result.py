@@ -37,9 +37,11 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 #    + limits.test_timeout_s: the per-test limit in force (pytest-timeout), 0 for none
 #    + tests[].benchmark: the benchmark fixture's figures per call (median_s, min_s, ...)
 #    + objectives: each objective's value from submitted values, or why it has none
-SCHEMA_VERSION = 2
+# 3: a rejected result's signals include what its runs measured, credit aside: as_run_*
+#    (tests_passed, pass_rate, visible_pass_rate, heldout_pass_rate, heldout_divergence)
+SCHEMA_VERSION = 3
 #: Versions this code reads (fields a version lacks take their defaults).
-READABLE_VERSIONS = (1, 2)
+READABLE_VERSIONS = (1, 2, 3)
 
 Outcome = Literal[
     "passed",

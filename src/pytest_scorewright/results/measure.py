@@ -71,6 +71,37 @@ def _rate(records: Sequence[TestRecord]) -> float | None:
     return sum(r.passed for r in records) / len(records) if records else None
 
 
+#: Prefix of the signals that show what a rejected result's runs measured (no credit given).
+AS_RUN = "as_run_"
+
+
+def _as_run_rate(records: Sequence[TestRecord]) -> float | None:
+    return sum(r.outcome == "passed" for r in records) / len(records) if records else None
+
+
+def as_run_signals(records: Sequence[TestRecord]) -> list[Signal]:
+    """What the runs measured, credit aside: a rejected result still says what it passed
+    (``as_run_tests_passed``, ``as_run_pass_rate``, ``as_run_visible_pass_rate``,
+    ``as_run_heldout_pass_rate``, ``as_run_heldout_divergence``). Never a fitness input: the
+    builtin fitness functions read the credited signals only."""
+    visible = [r for r in records if not r.heldout]
+    heldout = [r for r in records if r.heldout]
+    passed = float(sum(r.outcome == "passed" for r in records))
+    signals = [Signal(f"{AS_RUN}tests_passed", passed, "count", True)]
+    rates = {
+        "pass_rate": _as_run_rate(records),
+        "visible_pass_rate": _as_run_rate(visible),
+        "heldout_pass_rate": _as_run_rate(heldout),
+    }
+    for name, value in rates.items():
+        if value is not None:
+            signals.append(Signal(f"{AS_RUN}{name}", value, "ratio", True))
+    v, h = rates["visible_pass_rate"], rates["heldout_pass_rate"]
+    if v is not None and h is not None:
+        signals.append(Signal(f"{AS_RUN}heldout_divergence", v - h, "ratio", False))
+    return signals
+
+
 def build_signals(
     records: Sequence[TestRecord],
     *,
@@ -103,6 +134,8 @@ def build_signals(
         if rates["visible_pass_rate"] is not None and rates["heldout_pass_rate"] is not None:
             divergence = rates["visible_pass_rate"] - rates["heldout_pass_rate"]
             signals.append(Signal("heldout_divergence", divergence, "ratio", False))
+        if any(not r.credited for r in records):
+            signals += as_run_signals(records)
     if duration_s is not None:
         signals.append(Signal("duration_s", round(duration_s, 6), "s", False))
     if coverage is not None:

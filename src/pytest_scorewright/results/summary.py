@@ -14,28 +14,37 @@ def _pct(value: float) -> str:
 
 
 def headline(result: ScoreResult) -> str:
-    """E.g. ``12/14 passed (85.7%), held-out 3/4 (75.0%), divergence +0.17``."""
+    """E.g. ``12/14 passed (85.7%), held-out 3/4 (75.0%), divergence +0.17``; for a rejected
+    result, what its runs measured: ``rejected, none credited: 15/22 passed as run (68.2%),
+    held-out 1/8 (12.5%), divergence +0.88``."""
+    rejected = result.integrity.rejected and result.signal("as_run_tests_passed") is not None
+    prefix = "as_run_" if rejected else ""
     parts: list[str] = []
-    total, passed = result.signal("tests_total"), result.signal("tests_passed")
-    rate = result.signal("pass_rate")
+    total, passed = result.signal("tests_total"), result.signal(f"{prefix}tests_passed")
+    rate = result.signal(f"{prefix}pass_rate")
     if total is not None and passed is not None:
-        parts.append(f"{int(passed)}/{int(total)} passed" + (f" ({_pct(rate)})" if rate else ""))
+        parts.append(
+            f"{int(passed)}/{int(total)} passed{' as run' if rejected else ''}"
+            + (f" ({_pct(rate)})" if rate else "")
+        )
     heldout = [t for t in result.tests if t.heldout and t.applicable]
-    hrate = result.signal("heldout_pass_rate")
+    hrate = result.signal(f"{prefix}heldout_pass_rate")
     if heldout and hrate is not None:
-        hpassed = sum(t.passed for t in heldout)
+        hpassed = sum((t.outcome == "passed") if rejected else t.passed for t in heldout)
         parts.append(f"held-out {hpassed}/{len(heldout)} ({_pct(hrate)})")
     not_applicable = result.signal("tests_not_applicable")
     if not_applicable:
         parts.append(f"{int(not_applicable)} not applicable")
-    divergence = result.signal("heldout_divergence")
+    divergence = result.signal(f"{prefix}heldout_divergence")
     if divergence is not None:
         parts.append(f"divergence {divergence:+.2f}")
     for name in ("line_coverage", "branch_coverage"):
         value = result.signal(name)
         if value is not None:
             parts.append(f"{name.replace('_', ' ')} {_pct(value)}")
-    return ", ".join(parts) if parts else "no tests measured"
+    if not parts:
+        return "no tests measured"
+    return ("rejected, none credited: " if rejected else "") + ", ".join(parts)
 
 
 def fitness_of(result: ScoreResult) -> float | None:
@@ -74,6 +83,11 @@ def summary_lines(
             f"scorewright: rejected by the integrity policy ({integrity.policy}): {passed}/"
             f"{len(ran)} passed as run, none credited ({', '.join(strong) or 'hints'})"
         )
+        lines += [
+            f"scorewright:   {r.code}: {r.detail}"
+            for r in integrity.reasons
+            if r.severity != "hint"
+        ][:3]
     else:
         failing = [t.nodeid for t in result.tests if t.applicable and not t.passed]
         if failing:
