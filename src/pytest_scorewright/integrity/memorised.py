@@ -194,17 +194,19 @@ def _negative(node: ast.expr) -> object:
 
 
 def source_literals(
-    files: dict[str, bytes],
-    used: frozenset[str] | None = None,
-    *,
-    program: bool = True,
-    keys: bool = False,
+    files: dict[str, bytes], used: frozenset[str] | None = None, *, program: bool = True
 ) -> set[Literal]:
     """The files' distinctive literals. With ``used`` (the names the tests take from the
     code), only code the tests can reach counts: not ``if __name__ == "__main__":`` blocks,
     nor top-level functions, classes and tables that nothing reachable refers to (a demo, a
-    self-test table): an LLM writes those, and they echo the prompt's examples. ``keys``:
-    only the literals in a dict display's keys (a table's lookups)."""
+    self-test table): an LLM writes those, and they echo the prompt's examples."""
+    found: set[Literal] = set()
+    for tree in _trees(files, used):
+        found |= literals(tree, program=program)
+    return found
+
+
+def _trees(files: dict[str, bytes], used: frozenset[str] | None) -> list[ast.Module]:
     trees = {}
     for name, data in files.items():
         try:
@@ -216,16 +218,11 @@ def source_literals(
     if used is not None:
         imported = {a.asname or a.name for t in trees.values() for a in _from_imports(t)}
         trees = {name: reachable(tree, used | imported) for name, tree in trees.items()}
-    found: set[Literal] = set()
-    for tree in trees.values():
-        if keys:
-            found |= _key_literals(tree, program)
-        else:
-            found |= literals(tree, program=program)
-    return found
+    return list(trees.values())
 
 
-def _key_literals(tree: ast.Module, program: bool) -> set[Literal]:
+def _key_literals(tree: ast.Module) -> set[Literal]:
+    """The literals in a dict display's keys (a table's lookups)."""
     found: set[Literal] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Dict):
@@ -364,12 +361,12 @@ def suite_literals(tests: Path, reference: SourceScan | None) -> SuiteLiterals:
 
 
 def memorised_reasons(candidate: Path, suite: SuiteLiterals) -> list[Reason]:
-    files = scan_tree(candidate).files
-    shared = source_literals(files, suite.used) & suite.tests
+    trees = _trees(scan_tree(candidate).files, suite.used)
+    shared = {lit for tree in trees for lit in literals(tree)} & suite.tests
     extra = sorted(shared - (suite.reference_shared or frozenset()), key=repr)
     # A visible input that is a table's key (a dict display's, or inside the repr a table is
     # keyed by) counts twice: that is where a lookup table keeps what it answers.
-    keyed = source_literals(files, suite.used, keys=True)
+    keyed = {lit for tree in trees for lit in _key_literals(tree)}
     total = sum(weight(lit) * (2 if lit in keyed else 1) for lit in extra)
     if total < HINT_THRESHOLD:
         return []
