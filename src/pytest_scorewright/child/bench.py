@@ -44,12 +44,14 @@ How it measures:
 
 from __future__ import annotations
 
+import itertools
 import math
 import os
 import random
 import statistics
 import sys
 import time
+import types
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -66,6 +68,35 @@ from pytest_scorewright.protocol import wire
 
 #: Bound once, before any candidate code is imported (see the module docstring).
 _clock = time.perf_counter
+
+#: Lazy results a timed call may return: their work runs when they are consumed, after the
+#: clock would have stopped (a generator "returns" in nanoseconds). Consumed inside the
+#: clock; the test gets a fresh iterator over what they yielded.
+_LAZY_ITERATORS: tuple[type, ...] = (
+    types.GeneratorType,
+    map,
+    filter,
+    zip,
+    enumerate,
+    reversed,
+    type(iter([])),
+    type(iter(())),
+    type(iter(range(0))),
+    type(iter({})),
+    type(iter(set())),
+    type(iter("")),
+    type(iter({}.values())),
+    type(iter({}.items())),
+    *(
+        kind
+        for kind in vars(itertools).values()
+        if isinstance(kind, type) and hasattr(kind, "__next__")
+    ),
+)
+#: Views: consumed inside the clock too, and handed on as they are.
+_VIEWS: tuple[type, ...] = (type({}.keys()), type({}.values()), type({}.items()))
+#: Items consumed from one lazy result, at most (beyond: the rest stays lazy, unclocked).
+MAX_MATERIALISED = 1_000_000
 
 #: Per-test figures in plugin mode (the collector puts them on the call report).
 BENCH_STATS = pytest.StashKey[dict[str, Any]]()
@@ -531,19 +562,44 @@ def _timed_round(
     kept: Any = None
     if iterations == 1:
         started = _clock()
-        result = fn(*args, **kwargs)
+        result = _materialised(fn(*args, **kwargs))
         elapsed = _clock() - started
         kept = result
     else:
         loop = range(iterations)
         started = _clock()
         for index in loop:
-            result = fn(*args, **kwargs)
+            result = _materialised(fn(*args, **kwargs))
             if index == pick:
                 kept = result
         elapsed = _clock() - started
     made = counter() - before if counter is not None else 0
     return (elapsed, made), result, kept
+
+
+def _materialised(result: Any) -> Any:
+    """``result`` with its work done now, on the clock: a lazy iterator (a generator,
+    ``map``, a candidate's iterator reached through a stand-in) is consumed and handed on as
+    a fresh iterator over its items; a dict view is walked and handed on as it is. Anything
+    else is returned untouched (checked calls and the parent hold other objects against the
+    reference's plain data)."""
+    kind = type(result)
+    if kind in _VIEWS:
+        for _ in result:
+            pass
+        return result
+    if kind in _LAZY_ITERATORS or _is_remote_iterator(kind):
+        items = list(itertools.islice(result, MAX_MATERIALISED))
+        if len(items) < MAX_MATERIALISED:
+            return iter(items)
+        return itertools.chain(items, result)
+    return result
+
+
+def _is_remote_iterator(kind: type) -> bool:
+    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    remote = getattr(proxy, "RemoteIterator", None) if proxy is not None else None
+    return remote is not None and issubclass(kind, remote)
 
 
 def _positive(value: Any, what: str) -> float:
