@@ -24,7 +24,12 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-_OBEYED = re.compile(r"score 10|score 1\.0|ignore the rubric|ignore all previous", re.IGNORECASE)
+#: What the gullible judge obeys: the words, apart or joined into a name.
+_OBEYED = re.compile(
+    r"score[ _]10|score[ _]1\.0|ignore[ _]the[ _]rubric|ignore[ _]all[ _]previous"
+    r"|ignore[ _]previous[ _]instructions",
+    re.IGNORECASE,
+)
 _DELIMITED = re.compile(r"BEGIN PROGRAM (\w+)\n(.*)\nEND PROGRAM \1", re.DOTALL)
 _FENCED = re.compile(r"```python\n(.*)\n```", re.DOTALL)
 

@@ -1,18 +1,17 @@
 """The program as the judge sees it: parsed and written back with every comment, docstring
-and string literal replaced by a placeholder, so that no sentence the candidate wrote reaches
-the judge; what is left is code (names included: see docs/judge.md)."""
+and string literal replaced by a placeholder, every identifier that is not Python's own word
+replaced by a neutral name (judge/names.py), and every file named ``module_N.py``: no
+sentence or name the candidate chose reaches the judge; what is left is the code's shape
+(docs/judge.md)."""
 
 from __future__ import annotations
 
 import ast
-import re
 from collections.abc import Iterable
 from pathlib import Path
 
 from pytest_scorewright._text import clean
-
-#: A file name shown to the judge as it is; any other is shown as ``file N``.
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_./-]{1,80}")
+from pytest_scorewright.judge.names import Neutral, Renamer
 
 
 class RenderError(Exception):
@@ -44,14 +43,17 @@ class _Neutralise(ast.NodeTransformer):
         return ast.copy_location(self._placeholder("f-string", ast.dump(node)), node)
 
 
-def neutralised(source: str) -> str:
-    """``source`` parsed and unparsed (comments gone) with literals replaced."""
+def neutralised(source: str, renamer: Renamer | None = None) -> str:
+    """``source`` parsed and unparsed (comments gone) with literals and chosen names
+    replaced (``renamer`` shared by a program's files, so a name reads the same in each)."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError) as exc:
         raise RenderError(f"the program does not parse ({type(exc).__name__})") from None
     try:
-        return clean(ast.unparse(_Neutralise().visit(tree)))
+        tree = _Neutralise().visit(tree)
+        tree = Neutral(renamer if renamer is not None else Renamer(())).visit(tree)
+        return clean(ast.unparse(tree))
     except RecursionError:
         raise RenderError("the program is nested too deeply to render") from None
 
@@ -83,13 +85,33 @@ def _read(path: Path) -> str:
         raise RenderError(f"cannot read the program ({exc.strerror})") from None
 
 
+def _module_names(names: Iterable[str]) -> set[str]:
+    """The module names the candidate's files give (``pkg/util.py``: ``pkg``, ``util``)."""
+    found: set[str] = set()
+    for name in names:
+        parts = name.replace("\\", "/").split("/")
+        parts[-1] = parts[-1].removesuffix(".py")
+        found |= {p for p in parts if p.isidentifier() and p != "__init__"}
+    return found
+
+
+def _file_name(name: str, renamer: Renamer) -> str:
+    """``pkg/util.py`` as the judge reads it: ``module_1/module_2.py``."""
+    parts = name.replace("\\", "/").split("/")
+    stem = parts[-1].removesuffix(".py")
+    shown = [renamer.neutral(p, "module") if p.isidentifier() else "dir" for p in parts[:-1]]
+    last = stem if stem == "__init__" else renamer.neutral(stem, "module")
+    return "/".join([*shown, f"{last}.py"])
+
+
 def render(files: Iterable[tuple[str, str]], limit: int) -> str:
     """Every file neutralised, under a header line of ours; RenderError when there is
     nothing to judge or the whole is over ``limit`` characters."""
+    files = list(files)
+    renamer = Renamer(_module_names(name for name, _ in files))
     parts = []
-    for number, (name, source) in enumerate(files, start=1):
-        shown = name if _PLAIN_NAME.fullmatch(name) else f"file {number}"
-        parts.append(f"# file: {shown}\n{neutralised(source)}")
+    for name, source in files:
+        parts.append(f"# file: {_file_name(name, renamer)}\n{neutralised(source, renamer)}")
     if not parts:
         raise RenderError("the candidate has no Python file to judge")
     text = "\n\n".join(parts)
