@@ -1,8 +1,8 @@
 """``scorewright verify`` on five real bug fixes of real libraries (semver, boltons, pathspec
 twice, more-itertools), each task built from two PyPI sdists (benchmarks/verify_tasks.py):
 only the gold patch resolves its task; an empty patch, a wrong fix, a conftest forcing
-passes, an edit of the failing test, a skip, ``sys.exit(0)`` at import and a fix read from
-the repository's git objects never do."""
+passes, an edit of the failing test, a skip, ``sys.exit(0)`` at import, a fix read from
+the repository's git objects and a swap of pytest's ``CallInfo`` never do."""
 
 from __future__ import annotations
 
@@ -54,6 +54,10 @@ def test_only_the_gold_patch_resolves_a_real_task(real: RealTask, tmp_path: Path
     assert not exited.result.ok
     git = verdicts["git_objects"]
     assert git.fail_to_pass["failure"] == list(real.fail_to_pass), git.outcomes
+    # A patch that swaps pytest's CallInfo (a module global, no audit event) is tampering.
+    swapped = verdicts["callinfo"]
+    assert swapped.result is not None
+    assert "pytest_tampered" in {r.code for r in swapped.result.integrity.reasons}
     report = verdicts["empty"].swebench_report()[real.name]
     assert report["resolved"] is False
     assert report["tests_status"]["FAIL_TO_PASS"]["failure"] == list(real.fail_to_pass)

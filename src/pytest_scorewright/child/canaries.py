@@ -8,6 +8,8 @@ the test held. Runs in the test process, called by child/recheck.py ``check``.
   string lengthened, ``None`` swapped for a fresh object), first as a whole, then one leaf at a
   time (a liar hidden at any depth of a dict or a list is compared with the changed leaf while
   every other leaf still matches);
+- two stand-ins compared (``a == b``, both the candidate's objects, apart): ``a`` against
+  ``b``'s class, a different object of the candidate's;
 - ``a in b``: the element changed, or every member of a plain container changed;
 - ``<``, ``<=``, ``>``, ``>=``: the reverse comparison (``a < b`` and ``a >= b`` together).
 
@@ -96,6 +98,14 @@ def _equal_canary(
         operand = operands[index]
         if _holds(lambda operand=operand: operand == _Changed()):  # type: ignore[misc]
             return True
+    if all(_is_stand_in(o) for o in operands) and _spend():
+        # Two stand-ins (an enum member against the test's own, with the candidate apart):
+        # the left one against the right one's class, a different object of the candidate's.
+        kind = _remote_class(operands[1])
+        if kind is not None:
+            made = True
+            if _holds(lambda: operands[0] == kind):
+                return True
     for index in (1, 0):  # the expected value is usually on the right
         if not plain[index]:
             continue
@@ -133,6 +143,18 @@ def _is_stand_in(value: Any) -> bool:
     proxy = sys.modules.get("pytest_scorewright.child.proxy")
     stand_in = getattr(proxy, "StandIn", None) if proxy is not None else None
     return stand_in is not None and isinstance(value, stand_in)
+
+
+def _remote_class(stand_in: Any) -> Any:
+    """The class of the candidate's object behind ``stand_in``, as a stand-in, or None."""
+    try:
+        found = stand_in._sw_ask("getattr", name="__class__")
+        holder = getattr(type(found), "_sw_holder", None) if isinstance(found, type) else None
+        if holder is not None:
+            found = holder(found)  # a stand-in class: its object, which compares there
+    except Exception:
+        return None
+    return found if _is_stand_in(found) else None
 
 
 def _spend() -> bool:

@@ -38,7 +38,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
@@ -63,6 +63,56 @@ _PYTEST_AND_TIMERS: tuple[tuple[str, str, str], ...] = (
     ("_pytest.python", "Function", "runtest"),
     ("_pytest.skipping", "", "pytest_runtest_makereport"),
 )
+
+
+#: pytest's and pluggy's modules that decide outcomes: every function, class and module bound
+#: at their top level, and the methods of the classes they define, are snapshotted when
+#: collection starts. Swapping a module global (``_pytest.runner.CallInfo`` for a subclass
+#: that drops the call's exception) raises no audit event; the identity check sees it.
+_OUTCOME_MODULES = (
+    "_pytest.runner",
+    "_pytest.reports",
+    "_pytest.skipping",
+    "_pytest.outcomes",
+    "_pytest.python",
+    "_pytest.main",
+    "_pytest.nodes",
+    "_pytest.terminal",
+    "_pytest.capture",
+    "_pytest.unittest",
+    "_pytest.fixtures",
+    "_pytest.timing",
+    "_pytest.warnings",
+    "_pytest.logging",
+    "_pytest.assertion.rewrite",
+    "_pytest.assertion.util",
+    "pluggy._hooks",
+    "pluggy._manager",
+    "pluggy._callers",
+    "pluggy._result",
+)
+_METHOD_KINDS = (FunctionType, classmethod, staticmethod, property)
+
+
+def outcome_identities() -> tuple[tuple[str, str, str], ...]:
+    """Every callable and class pytest's outcome modules bind, and their classes' methods
+    (:data:`_OUTCOME_MODULES`), as (module, owner, name) keys."""
+    found: list[tuple[str, str, str]] = []
+    for name in _OUTCOME_MODULES:
+        module = sys.modules.get(name)
+        if not isinstance(module, ModuleType):
+            continue
+        for attr, value in list(vars(module).items()):
+            if not isinstance(value, (FunctionType, type, ModuleType)):
+                continue
+            found.append((name, "", attr))
+            if isinstance(value, type) and value.__module__ == name and value.__qualname__ == attr:
+                found += [
+                    (name, attr, method)
+                    for method, inner in vars(value).items()
+                    if isinstance(inner, _METHOD_KINDS)
+                ]
+    return tuple(found)
 
 
 def own_identities() -> tuple[tuple[str, str, str], ...]:
@@ -123,6 +173,17 @@ _PROC_INTERNALS = re.compile(r"^/proc/(self|thread-self|\d+)(/task/\d+)?/(fd(/|$
 _FRAME_READS = frozenset({"tb_frame"})
 
 
+def _namespace(key: tuple[str, str, str]) -> Mapping[str, Any] | None:
+    """The live namespace ``key``'s name is bound in: the module's dict or the class's."""
+    module = sys.modules.get(key[0])
+    if not isinstance(module, ModuleType):
+        return None
+    if not key[1]:
+        return vars(module)
+    owner = vars(module).get(key[1])
+    return vars(owner) if isinstance(owner, type) else None
+
+
 def _lookup(module: str, owner: str, name: str) -> object:
     mod = sys.modules.get(module)
     if mod is None:
@@ -158,6 +219,7 @@ class Monitor:
         self.count = 0
         self.busy = False
         self.snapshot: dict[tuple[str, str, str], object] = {}
+        self.outcomes: tuple[tuple[Mapping[str, Any], tuple[str, str, str], object], ...] = ()
         #: Identities that already changed (reported once, in the test where they changed).
         self.changed: set[tuple[str, ...]] = set()
         #: What each trusted test module defines: path -> name -> (object, module name).
@@ -196,6 +258,15 @@ class Monitor:
         """Record the watched identities; called again when collection starts, once pytest
         has imported everything it will use (and before any test module, so the candidate)."""
         self.snapshot = {k: v for k in self.watched if (v := _lookup(*k)) is not None}
+        # A tuple (it cannot change in place) of live namespaces and what they held: the
+        # state digest needs only its identity, and one check costs ~0.1 ms.
+        self.outcomes = tuple(
+            (namespace, key, before)
+            for key in outcome_identities()
+            if (namespace := _namespace(key)) is not None
+            and (before := namespace.get(key[2])) is not None
+            and key not in self.snapshot
+        )
         self.stdlib = {}
         for name in _ORACLE_MODULES:
             self._snapshot_module(name)
@@ -325,6 +396,7 @@ class Monitor:
             id(self._handlers),
             tuple((k, id(v)) for k, v in self._handlers.items()),
             tuple((k, id(v)) for k, v in self.snapshot.items()),
+            id(self.outcomes),
         )
         return format(hash(armed) & (2**64 - 1), "016x")
 
@@ -385,6 +457,11 @@ class Monitor:
     # -- after the session ---------------------------------------------------------------
 
     def check_identities(self) -> None:
+        for namespace, key, before in self.outcomes:
+            if namespace.get(key[2]) is not before and key not in self.changed:
+                self.changed.add(key)
+                name = ".".join(part for part in key if part)
+                self.finding("pytest_tampered", f"{name} was replaced while the candidate ran")
         for key, before in self.snapshot.items():
             if _lookup(*key) is not before and key not in self.changed:
                 self.changed.add(key)
