@@ -41,7 +41,11 @@ def suite_lines(report: Mapping[str, Any]) -> list[str]:
     if ours:
         lines.append(f"{LOUD} {len(ours)} STRATEGIES: {', '.join(ours)} !!!")
     else:
-        lines.append("scorewright credits none of them")
+        tried = [r["name"] for r in report["strategies"][1:]]
+        lines.append(
+            f"scorewright credits none of the {len(tried)} strategies tried here "
+            f"({', '.join(tried)}); a shape not listed was not tried"
+        )
     lines += ["", *strength_lines(report["strength"]), "", *proposal_lines(report["proposals"])]
     return lines
 
@@ -141,7 +145,9 @@ def _suite_html(report: Mapping[str, Any]) -> list[str]:
         f'<p style="color:#cf222e;font-weight:bold">scorewright credits {len(ours)} '
         f"strategies: {text(', '.join(ours))}</p>"
         if ours
-        else "<p class=note>scorewright credits none of them.</p>"
+        else "<p class=note>scorewright credits none of the "
+        f"{len(report['strategies']) - 1} strategies tried here (listed below); a shape not "
+        "listed was not tried.</p>"
     )
     rows = [
         [

@@ -349,6 +349,35 @@ def _typed(facts: Facts, answers: Sequence[Answer], *, agreeable: bool = True) -
     )
 
 
+_NESTED = '''
+
+def _liars(value):
+    """The reference's answer with every leaf an agreeable object: the containers (and dict
+    keys) are plain, the decisions are the candidate's."""
+    if isinstance(value, dict):
+        return {k: _liars(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(_liars(v) for v in value)
+    return _Agreeable()
+'''
+
+
+def _nested(facts: Facts, answers: Sequence[Answer]) -> str:
+    """Containers of the reference's shape with an agreeable object at every leaf."""
+    first: dict[str, str] = {}
+    for a in answers:
+        if a.literal and a.outcome == "returned" and a.value is not None:
+            first.setdefault(a.function, a.value)
+    shapes = "_SHAPES = {" + ", ".join(f"{k!r}: {v}" for k, v in first.items()) + "}\n"
+    return (
+        _AGREEABLE
+        + _NESTED
+        + shapes
+        + "\n\ndef _answer(_name, args, kwargs):\n"
+        + "    return _liars(_SHAPES[_name]) if _name in _SHAPES else _Agreeable()\n"
+    )
+
+
 def _fixed(prelude: str, answer: str = "return None") -> Callable[[Facts, Sequence[Answer]], str]:
     def body(facts: Facts, answers: Sequence[Answer]) -> str:
         return f"{prelude}\n\ndef _answer(_name, args, kwargs):\n    {answer}\n"
@@ -375,6 +404,13 @@ STRATEGIES: tuple[Strategy, ...] = (
         "B1",
         "returns a subclass of the reference's result type whose __eq__ always holds",
         _typed,
+    ),
+    Strategy(
+        "nested_liar",
+        "B1",
+        "returns the reference's answer's shape (a dict, list or tuple, nested) with an "
+        "object equal to anything at every leaf: plain containers, decisions inside",
+        _nested,
     ),
     Strategy(
         "lookup_table",
