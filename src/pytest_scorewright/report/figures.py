@@ -19,6 +19,7 @@ from typing import Any
 
 from pytest_scorewright.report.records import Candidate, TestIndex, row
 from pytest_scorewright.report.status import STATUSES
+from pytest_scorewright.results.measure import AS_RUN
 
 MAX_POINTS = 300
 MAX_HEAT_ROWS = 60
@@ -151,8 +152,10 @@ def flag_counts(candidates: Sequence[Candidate], ax: Axis) -> dict[str, list[int
 
 
 def signal_series(candidates: Sequence[Candidate], ax: Axis) -> dict[str, dict[str, Any]]:
-    """Every other numeric signal (speed, objectives, a judge's score): best and median."""
-    names = sorted({n for c in candidates for n in c.signals})
+    """Every other numeric signal (speed, objectives, a judge's score): best and median. A
+    rejected result's ``as_run_*`` figures are no candidate's best: they stay in its own
+    table and the CSV."""
+    names = sorted({n for c in candidates for n in c.signals if not n.startswith(AS_RUN)})
     out: dict[str, dict[str, Any]] = {}
     for name in names:
         higher = next((c.directions[name] for c in candidates if name in c.directions), None)
