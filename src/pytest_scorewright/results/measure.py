@@ -67,38 +67,33 @@ class CoverageFigures:
         return self.covered_branches / self.num_branches
 
 
-def _rate(records: Sequence[TestRecord]) -> float | None:
-    return sum(r.passed for r in records) / len(records) if records else None
-
-
 #: Prefix of the signals that show what a rejected result's runs measured (no credit given).
 AS_RUN = "as_run_"
 
 
-def _as_run_rate(records: Sequence[TestRecord]) -> float | None:
-    return sum(r.outcome == "passed" for r in records) / len(records) if records else None
+def rate_signals(records: Sequence[TestRecord], *, as_run: bool = False) -> list[Signal]:
+    """``tests_passed``, the pass rates (all, visible, held-out) and ``heldout_divergence``
+    of applicable ``records``: credited passes, or (``as_run``, named ``as_run_*``) what the
+    runs reported, credit aside, so a rejected result still says what it passed. The
+    builtin fitness functions read the credited ones only."""
+    prefix = AS_RUN if as_run else ""
 
+    def passed(group: Sequence[TestRecord]) -> int:
+        return sum((r.outcome == "passed") if as_run else r.passed for r in group)
 
-def as_run_signals(records: Sequence[TestRecord]) -> list[Signal]:
-    """What the runs measured, credit aside: a rejected result still says what it passed
-    (``as_run_tests_passed``, ``as_run_pass_rate``, ``as_run_visible_pass_rate``,
-    ``as_run_heldout_pass_rate``, ``as_run_heldout_divergence``). Never a fitness input: the
-    builtin fitness functions read the credited signals only."""
-    visible = [r for r in records if not r.heldout]
-    heldout = [r for r in records if r.heldout]
-    passed = float(sum(r.outcome == "passed" for r in records))
-    signals = [Signal(f"{AS_RUN}tests_passed", passed, "count", True)]
-    rates = {
-        "pass_rate": _as_run_rate(records),
-        "visible_pass_rate": _as_run_rate(visible),
-        "heldout_pass_rate": _as_run_rate(heldout),
+    groups = {
+        "pass_rate": records,
+        "visible_pass_rate": [r for r in records if not r.heldout],
+        "heldout_pass_rate": [r for r in records if r.heldout],
     }
+    signals = [Signal(f"{prefix}tests_passed", float(passed(records)), "count", True)]
+    rates = {name: passed(g) / len(g) if g else None for name, g in groups.items()}
     for name, value in rates.items():
         if value is not None:
-            signals.append(Signal(f"{AS_RUN}{name}", value, "ratio", True))
-    v, h = rates["visible_pass_rate"], rates["heldout_pass_rate"]
-    if v is not None and h is not None:
-        signals.append(Signal(f"{AS_RUN}heldout_divergence", v - h, "ratio", False))
+            signals.append(Signal(f"{prefix}{name}", value, "ratio", True))
+    visible, heldout = rates["visible_pass_rate"], rates["heldout_pass_rate"]
+    if visible is not None and heldout is not None:
+        signals.append(Signal(f"{prefix}heldout_divergence", visible - heldout, "ratio", False))
     return signals
 
 
@@ -117,25 +112,12 @@ def build_signals(
         # Tests the reference skips or xfails (scoring/applicable.py) count nowhere but here.
         excluded = sum(not r.applicable for r in records)
         records = [r for r in records if r.applicable]
-        visible = [r for r in records if not r.heldout]
-        heldout = [r for r in records if r.heldout]
         signals.append(Signal("tests_total", float(len(records)), "count", None))
-        signals.append(Signal("tests_passed", float(sum(r.passed for r in records)), "count", True))
         if excluded:
             signals.append(Signal("tests_not_applicable", float(excluded), "count", None))
-        rates = {
-            "pass_rate": _rate(records),
-            "visible_pass_rate": _rate(visible),
-            "heldout_pass_rate": _rate(heldout),
-        }
-        for name, value in rates.items():
-            if value is not None:
-                signals.append(Signal(name, value, "ratio", True))
-        if rates["visible_pass_rate"] is not None and rates["heldout_pass_rate"] is not None:
-            divergence = rates["visible_pass_rate"] - rates["heldout_pass_rate"]
-            signals.append(Signal("heldout_divergence", divergence, "ratio", False))
+        signals += rate_signals(records)
         if any(not r.credited for r in records):
-            signals += as_run_signals(records)
+            signals += rate_signals(records, as_run=True)
     if duration_s is not None:
         signals.append(Signal("duration_s", round(duration_s, 6), "s", False))
     if coverage is not None:
