@@ -91,12 +91,19 @@ def _by_behaviour(records: Sequence[TestRecord]) -> tuple[int, int]:
     return sum(passed.values()), len(passed)
 
 
+def _ran(records: Sequence[TestRecord]) -> tuple[list[TestRecord], list[TestRecord]]:
+    """(visible, held-out) applicable tests that ran. Tests a run never reached (it stopped
+    after two timeouts, a hang costing seconds) are no evidence either way: counted as
+    failures, one honest hang in the held-out run made a real library's mutant "diverge" at
+    p = 0.000 (benchmarks/real_suites.py)."""
+    ran = [r for r in records if r.applicable and r.outcome != "not_run"]
+    return [r for r in ran if not r.heldout], [r for r in ran if r.heldout]
+
+
 def ran_rates(records: Sequence[TestRecord]) -> tuple[float, float] | None:
     """(visible, held-out) pass rates over the applicable tests that ran, or None without
     both."""
-    ran = [r for r in records if r.applicable and r.outcome != "not_run"]
-    visible = [r for r in ran if not r.heldout]
-    heldout = [r for r in ran if r.heldout]
+    visible, heldout = _ran(records)
     if not visible or not heldout:
         return None
     return sum(r.passed for r in visible) / len(visible), sum(r.passed for r in heldout) / len(
@@ -105,12 +112,7 @@ def ran_rates(records: Sequence[TestRecord]) -> tuple[float, float] | None:
 
 
 def divergence_reasons(records: Sequence[TestRecord]) -> list[Reason]:
-    # Tests a run never reached (it stopped after two timeouts, a hang costing seconds) are
-    # no evidence either way: counted as failures, one honest hang in the held-out run made
-    # a real library's mutant "diverge" at p = 0.000 (benchmarks/real_suites.py).
-    ran = [r for r in records if r.applicable and r.outcome != "not_run"]
-    visible = [r for r in ran if not r.heldout]
-    heldout = [r for r in ran if r.heldout]
+    visible, heldout = _ran(records)
     if not visible or not heldout:
         return []
     v_pass, h_pass = sum(r.passed for r in visible), sum(r.passed for r in heldout)
