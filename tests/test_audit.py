@@ -29,6 +29,8 @@ QUICK = ROOT / "examples" / "quickstart"
 STRATEGIES = [
     "always_equal",
     "nested_liar",
+    "agreeable_view",
+    "two_stand_ins",
     "lookup_table",
     "frame_sniffing",
     "conftest_forced_pass",

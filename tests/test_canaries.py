@@ -291,8 +291,13 @@ def test_liars_inside_containers_and_views_are_rejected_and_right_code_is_clean(
     assert "test_keys" in canary.detail
     if isolation == "in-process":
         assert "canary_passed" in {r.code for r in liar.integrity.reasons}
-    # An enum member that says yes, compared with the test's own member: no plain side. In
-    # process it meets a fresh object; apart both are stand-ins, and the left one meets the
-    # right one's class in the candidate's process.
-    assert agreeable_enum.integrity.rejected, agreeable_enum.integrity.reasons
-    assert "canary_passed" in {r.code for r in agreeable_enum.integrity.reasons}
+        # In process the member's own __eq__ runs; the parent re-checks two members by class
+        # and value, which the wrong one fails.
+        assert agreeable_enum.integrity.rejected, agreeable_enum.integrity.reasons
+        assert "assertion_recheck_failed" in {r.code for r in agreeable_enum.integrity.reasons}
+    else:
+        # Apart, two members compare in the test process by class and value: the class's
+        # __eq__ never decides, so the wrong answer simply fails, as an honest bug would.
+        assert not agreeable_enum.integrity.rejected, agreeable_enum.integrity.reasons
+        failed = {t.nodeid.rsplit("::", 1)[-1] for t in agreeable_enum.tests if not t.passed}
+        assert failed == {"test_red"}, failed

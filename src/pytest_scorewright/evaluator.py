@@ -36,7 +36,7 @@ from pytest_scorewright.scoring.assemble import assemble, infrastructure_result,
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.prepared import Dirs, Learned, Prepared, prepare
-from pytest_scorewright.scoring.remeasure import keep_the_slower, remeasured_suite
+from pytest_scorewright.scoring.remeasure import combine_measurements, remeasured_suite
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, cancelled_by
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
 from pytest_scorewright.suite.collect import module_name_mistake
@@ -300,7 +300,7 @@ class Evaluator:
         if narrowed is None:
             return result
         again, beside = self._side_by_side(ready, path, narrowed, visible_s)
-        keep_the_slower(judged[0][0], again, beside, ready.reference.bench)
+        combine_measurements(judged[0][0], again, beside, ready.reference.bench)
         claimed = result.signal("speedup")
         result = self._assemble(ready, path, suites, judged, copied, repeats)
         measured = {"speedup_measured": [claimed, result.signal("speedup")]}

@@ -378,6 +378,81 @@ def _nested(facts: Facts, answers: Sequence[Answer]) -> str:
     )
 
 
+_VIEW = '''
+
+class _YesView:
+    """A view of the reference's answer's items that says yes to every ``in`` and equals
+    anything: a container whose decisions are the candidate's."""
+
+    def __init__(self, items):
+        self._items = list(items)
+
+    def __iter__(self):
+        return iter(self._items)
+
+    def __len__(self):
+        return len(self._items)
+
+    def __contains__(self, item):
+        return True
+
+    def __eq__(self, other):
+        return True
+
+    def __ne__(self, other):
+        return False
+
+    def __hash__(self):
+        return 0
+'''
+
+
+def _view(facts: Facts, answers: Sequence[Answer]) -> str:
+    """The reference's answer's items in a container that says yes to everything."""
+    first: dict[str, str] = {}
+    for a in answers:
+        if a.literal and a.outcome == "returned" and a.value is not None:
+            first.setdefault(a.function, a.value)
+    shapes = "_SHAPES = {" + ", ".join(f"{k!r}: {v}" for k, v in first.items()) + "}\n"
+    return (
+        _VIEW
+        + shapes
+        + "\n\ndef _answer(_name, args, kwargs):\n"
+        + "    found = _SHAPES.get(_name, ())\n"
+        + "    return _YesView(found if isinstance(found, (list, tuple, set, dict, str)) else ())\n"
+    )
+
+
+#: Stub classes (and their class attributes, as instances: ``Colour.RED``) that equal
+#: anything: both operands of ``result == solution.Colour.RED`` are the candidate's.
+_TWO = """
+
+def _agreeable_classes():
+    _Stub.__eq__ = lambda self, other: True
+    _Stub.__ne__ = lambda self, other: False
+    _Stub.__hash__ = lambda self: 0
+
+    def _member(cls, name):
+        if _hidden(name):
+            raise AttributeError(name)
+        if name[:1].isupper():
+            return object.__new__(cls)
+        return _make(cls.__name__ + "." + name)
+
+    _Shape.__getattr__ = _member
+
+
+def _answer(_name, args, kwargs):
+    if not _answer.ready:
+        _answer.ready = True
+        _agreeable_classes()
+    return object.__new__(_Stub)
+
+
+_answer.ready = False
+"""
+
+
 def _fixed(prelude: str, answer: str = "return None") -> Callable[[Facts, Sequence[Answer]], str]:
     def body(facts: Facts, answers: Sequence[Answer]) -> str:
         return f"{prelude}\n\ndef _answer(_name, args, kwargs):\n    {answer}\n"
@@ -411,6 +486,20 @@ STRATEGIES: tuple[Strategy, ...] = (
         "returns the reference's answer's shape (a dict, list or tuple, nested) with an "
         "object equal to anything at every leaf: plain containers, decisions inside",
         _nested,
+    ),
+    Strategy(
+        "agreeable_view",
+        "B1",
+        "returns the reference's answer's items in a container (a view) that says yes to "
+        "every `in` and equals anything",
+        _view,
+    ),
+    Strategy(
+        "two_stand_ins",
+        "B1",
+        "the module's classes and their members (an enum's, a dataclass's) equal anything: "
+        "`result == solution.Colour.RED` compares two of the candidate's objects",
+        lambda f, a: _TWO,
     ),
     Strategy(
         "lookup_table",

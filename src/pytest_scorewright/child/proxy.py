@@ -376,6 +376,9 @@ class Session:
                 cls = RemoteObject
             made = object.__new__(cls)
             made.__dict__["_sw_ref"] = ref
+            identity = _identity(info.get("id")) if "id" in info else None
+            if identity is not None:
+                made.__dict__["_sw_identity"] = identity
         self.stand_ins[key] = made
         weakref.finalize(made, self._release, self.incarnation, handle)
         return made
@@ -557,10 +560,45 @@ def _forward(op: str) -> Any:
     return method
 
 
+def _identity(found: Any) -> str | None:
+    """What an object of the candidate's compares by, as its process described it when the
+    object first crossed (child/apart/candidate.py ``_identity``: an Enum member's class and
+    value, a dataclass instance's class and fields), as canonical text. Fixed then: nothing
+    the candidate's process does later changes what it compares as."""
+    try:
+        return values.canonical(_checked(found, 0))
+    except (values.NotPlainData, TypeError, ValueError, RecursionError):
+        return None
+
+
+def _checked(found: Any, depth: int) -> Any:
+    """``found`` if it is an identity's well-formed JSON; NotPlainData otherwise."""
+    if depth > 20 or type(found) is not list or len(found) != 4:
+        raise values.NotPlainData("not an identity")
+    kind, module, qualname, inner = found
+    if kind not in ("enum", "dc") or type(module) is not str or type(qualname) is not str:
+        raise values.NotPlainData("not an identity")
+    fields = [inner] if kind == "enum" else inner
+    if type(fields) is not list:
+        raise values.NotPlainData("not an identity")
+    for field in fields:
+        if type(field) is dict and set(field) == {"v"}:
+            values.decode_plain(field["v"])
+        else:
+            _checked(field, depth + 1)
+    return found
+
+
 def _forward_stand_in_only(op: str) -> Any:
     # Equality and order with a plain value are never the candidate's to decide: an object of
-    # its own compares only with another of its own.
+    # its own compares only with another of its own. Enum members and dataclass instances
+    # compare here, by what they were when they crossed: ``result == solution.Color.RED``
+    # is two stand-ins, and an agreeable class's ``__eq__`` would otherwise decide it.
     def method(self: RemoteObject, other: Any) -> Any:
+        if op in ("eq", "ne") and isinstance(other, StandIn):
+            mine, theirs = self.__dict__.get("_sw_identity"), other.__dict__.get("_sw_identity")
+            if mine is not None or theirs is not None:
+                return (mine == theirs) is (op == "eq")
         if not isinstance(other, StandIn):
             if op in ("eq", "ne"):
                 # Where the reference gave plain data (the parent sets this against what the
@@ -613,6 +651,9 @@ class RemoteObject(StandIn):
         return _int(self._sw_ask("len"), "len")
 
     def __hash__(self) -> int:
+        identity = self.__dict__.get("_sw_identity")
+        if identity is not None:  # consistent with equality, which is decided here for these
+            return hash(identity)
         return _int(self._sw_ask("hash"), "hash")
 
     def __index__(self) -> int:
@@ -732,19 +773,39 @@ def _send_call(
 
 def _note_values_given(target: StandIn, op: str, args: Sequence[Any]) -> None:
     if any(not isinstance(arg, StandIn) for arg in args):
-        session = target.__dict__["_sw_ref"].session
-        session.note_handle("handle_given_value", f"{op} of a {type(target).__name__}")
+        # Told by place and operation (child/recheck.py), held against the reference's
+        # objects at the same place: never allowed for a whole test.
+        recheck = sys.modules.get("pytest_scorewright.child.recheck")
+        if recheck is not None:
+            recheck.given(op.split(" ")[0], type(target).__name__)
 
 
 def _note_handle_returned(session: Session, target: StandIn, name: str | None, value: Any) -> None:
     # A generator or a function the candidate returns only ever yields plain data or is
     # called; an object of its own answers operators and methods, so it counts.
-    items = value[:16] if type(value) in (list, tuple) else (value,)
-    if any(isinstance(item, RemoteObject) for item in items):
+    if _holds_stand_in(value):
         # The stand-in's own name, never a getattr that would ask the candidate (a round
         # trip, and an exception of its choosing).
         callee = name or target.__dict__.get("__qualname__") or type(target).__name__
         session.note_handle("returned_handle", f"{callee} returned an object of its own")
+
+
+def _holds_stand_in(value: Any, budget: int = 4096) -> bool:
+    """``value`` is, or holds at any depth (dict keys and values, lists, tuples, sets; the
+    first ``budget`` items), an object of the candidate's own that answers operators."""
+    stack = [value]
+    while stack and budget > 0:
+        item = stack.pop()
+        budget -= 1
+        if isinstance(item, RemoteObject):
+            return True
+        kind = type(item)
+        if kind is dict:
+            stack.extend(dict.keys(item))
+            stack.extend(dict.values(item))
+        elif kind in (list, tuple, set, frozenset):
+            stack.extend(item)
+    return False
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:

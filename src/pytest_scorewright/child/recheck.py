@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from collections.abc import Callable
 from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
@@ -57,6 +58,9 @@ _EXACT_TYPES = (type(None), bool, int, float, complex, str, bytes, bytearray, li
 _EXACT_IDS = frozenset(
     id(t) for t in (*_EXACT_TYPES, dict, set, frozenset, range, slice, type(...))
 )
+_CONTAINER_IDS = frozenset(id(t) for t in (list, tuple, dict, set, frozenset))
+#: Items of a call's result looked at for an object of the candidate's own.
+INSIDE_NODES = 4096
 _PLAIN_RESULT = {"v": None}
 
 
@@ -66,6 +70,8 @@ class _Channel:
     in_test = 0
     sent_bytes = 0
     returned: set[tuple[str, bool]] = set()  # noqa: RUF012 (one channel per process)
+    #: Trusted test modules that ran the parent's bytecode, as it names them.
+    modules: set[str] = set()  # noqa: RUF012
     #: id(type) -> (the type, whether its objects are the candidate's own).
     own_types: dict[int, tuple[type, bool]] = {}  # noqa: RUF012
 
@@ -93,12 +99,36 @@ def returned(site: str, value: Any) -> Any:
         return value
     try:  # not contextlib.suppress: this runs for every call in the tests
         kind = type(value)
+        if id(kind) in _CONTAINER_IDS:
+            kind = _own_inside(value) or kind
         own = id(kind) not in _EXACT_IDS and _own_type(kind)
         if (site, own) not in _channel.returned:
             _tell_returned(site, kind, own)
     except Exception:  # noqa: S110 - an observation, never the test's failure
         pass
     return value
+
+
+def _own_inside(value: Any, own: Callable[[type], bool] | None = None) -> type | None:
+    """The type of the first object of the candidate's own inside exact builtin containers
+    (dict keys and values, lists, tuples, sets, at any depth, the first
+    :data:`INSIDE_NODES` items): a liar inside a plain dict answers the test's ``==`` as one
+    returned alone would. Only exact containers are walked, with their own C iteration.
+    ``own(kind)`` says what counts (by default :func:`_own_type`)."""
+    counts = own or _own_type
+    stack, budget = [value], INSIDE_NODES
+    while stack and budget > 0:
+        item = stack.pop()
+        budget -= 1
+        kind = type(item)
+        if kind is dict:
+            stack.extend(dict.keys(item))
+            stack.extend(dict.values(item))
+        elif id(kind) in _CONTAINER_IDS:
+            stack.extend(item)
+        elif id(kind) not in _EXACT_IDS and counts(kind):
+            return kind
+    return None
 
 
 def _tell_returned(site: str, kind: type, own: bool) -> None:
@@ -110,8 +140,41 @@ def _tell_returned(site: str, kind: type, own: bool) -> None:
         _emit({"type": wire.RECHECK, "site": site, "op": "returned", "sides": [side]})
 
 
+def given(op: str, kind: str) -> None:
+    """With the candidate apart, an object of the candidate's was handed a test's value
+    (``x in result``, ``result.method(5)``): say so once per test and place, the place being
+    the innermost line of a trusted test module on the stack, and the operation. The parent
+    holds it against the reference's run at the same place and operation
+    (``handle_given_value``), never against the whole test."""
+    if _channel.fd is None:
+        return
+    with contextlib.suppress(Exception):
+        site = f"{_test_line()} {op[:40]}"
+        if (site, True) in _channel.returned or len(_channel.returned) >= RETURNED_PER_TEST:
+            return
+        _channel.returned.add((site, True))
+        if _channel.sent_bytes < PER_RUN_BYTES:
+            side = {"np": kind[:120], "own": True}
+            _emit({"type": wire.RECHECK, "site": site, "op": "given", "sides": [side]})
+
+
+def _test_line() -> str:
+    """``path:line`` of the innermost frame of a trusted test module (as module_start named
+    it), or ``<test>`` where none is on the stack."""
+    frame = sys._getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        for path in _channel.modules:
+            if filename == path or filename.endswith("/" + path):
+                return f"{path}:{frame.f_lineno}"
+        frame = frame.f_back  # type: ignore[assignment]
+    return "<test>"
+
+
 def module_start(path: str) -> None:
     """First statement of a trusted test module: it runs the parent's bytecode."""
+    if len(_channel.modules) < 4096:
+        _channel.modules.add(path)
     if _channel.fd is not None:
         with contextlib.suppress(Exception):
             _emit({"type": wire.INSTRUMENTED, "module": path})
@@ -136,7 +199,10 @@ def check(site: str, op: str, *operands: Any) -> None:
         if _channel.in_test >= PER_TEST or _channel.sent_bytes >= PER_RUN_BYTES:
             return
         _channel.in_test += 1
-        sides = [_side(value, op, monitor) for value in operands]
+        # Two Enum members compared: by class and value, whatever ``__eq__`` their class has
+        # (an agreeable one would decide otherwise); one compared with other data: by that.
+        both = op in ("==", "!=") and len(operands) == 2 and all(map(_is_member, operands))
+        sides = [_side(value, op, monitor, both) for value in operands]
         message: dict[str, Any] = {"type": wire.RECHECK, "site": site, "op": op, "sides": sides}
         passed = canaries.canary(op, operands, sides)
         if passed is not None:
@@ -194,18 +260,63 @@ def _emit(message: dict[str, Any]) -> None:
             frame = frame[os.write(fd, frame) :]
 
 
-def _side(value: Any, op: str, monitor: Monitor | None) -> dict[str, Any]:
+def _side(value: Any, op: str, monitor: Monitor | None, members: bool = False) -> dict[str, Any]:
     budget = [MAX_NODES, MAX_CHARS]
+
+    def substitute(item: Any, kind: type) -> Any:
+        return _member_identity(item, kind, monitor, always=members)
+
     try:
-        return {"v": values.plain(value, base_of=_plain_base, budget=budget)}
+        return {"v": values.plain(value, base_of=_plain_base, budget=budget, substitute=substitute)}
     except values.TooLarge:
         return {"skip": "large"}
     except values.NotPlainData:
         cls = type(value)
-        name = f"{_type_module(cls, type)}.{_type_qualname(cls, type)}"
+        name = _type_name(cls)
+        if id(cls) in _CONTAINER_IDS:
+            inner = _own_inside(value, lambda kind: _own_comparison(kind, op, monitor))
+            if inner is not None:  # judged as the object inside would be, alone
+                return {"np": f"{name} holding {_type_name(inner)}"[:120], "own": True}
         return {"np": name[:120], "own": _own_comparison(cls, op, monitor)}
     except (RecursionError, ValueError, MemoryError):
         return {"skip": "unencodable"}
+
+
+def _is_member(value: Any) -> bool:
+    kind, remote = type(value), _remote()
+    if remote is not None and any(cls is remote for cls in _type_mro(kind, type)):
+        return "_sw_identity" in object.__getattribute__(value, "__dict__")
+    enum = sys.modules.get("enum")
+    return enum is not None and any(cls is enum.Enum for cls in _type_mro(kind, type))
+
+
+def _member_identity(value: Any, kind: type, monitor: Monitor | None, *, always: bool) -> Any:
+    """An Enum member as plain data that is equal exactly when the members are the same:
+    ``("<enum>", module, qualname, value)``. For a member of a plain Enum (no builtin mixin,
+    no comparison of the candidate's own), or for any member when ``always`` (two members
+    compared); :data:`values.NO_SUBSTITUTE` otherwise."""
+    mro, remote = _type_mro(kind, type), _remote()
+    if remote is not None and any(cls is remote for cls in mro):
+        identity = object.__getattribute__(value, "__dict__").get("_sw_identity")
+        return ("<identity>", identity) if identity is not None else values.NO_SUBSTITUTE
+    enum = sys.modules.get("enum")
+    if enum is None or not any(cls is enum.Enum for cls in mro):
+        return values.NO_SUBSTITUTE
+    if not always and (any(_is_plain_base(c) for c in mro) or _own_comparison(kind, "==", monitor)):
+        return values.NO_SUBSTITUTE
+    try:
+        inner = values.plain(object.__getattribute__(value, "_value_"), budget=[200, 4096])
+    except (values.NotPlainData, values.TooLarge, AttributeError, RecursionError):
+        return values.NO_SUBSTITUTE
+    return ("<enum>", str(_type_module(kind, type)), str(_type_qualname(kind, type)),
+            values.canonical(inner))  # fmt: skip
+
+
+def _remote() -> type | None:
+    """The proxy's stand-in base, once the proxy is imported (with the candidate apart)."""
+    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    found = getattr(proxy, "RemoteObject", None) if proxy is not None else None
+    return found if isinstance(found, type) else None
 
 
 def _type_name(cls: type) -> str:
@@ -227,8 +338,7 @@ def _decides_for_itself(kind: type) -> bool:
     own: a class of the candidate's (or a stand-in for one, with the candidate apart), or a
     builtin subclass of the candidate's that replaces any of its base's methods. Read from
     the type's own slots, never through its metaclass."""
-    proxy = sys.modules.get("pytest_scorewright.child.proxy")
-    remote = getattr(proxy, "RemoteObject", None) if proxy is not None else None
+    remote = _remote()
     mro: tuple[type, ...] = _type_mro(kind, type)
     if remote is not None and any(cls is remote for cls in mro):
         return True

@@ -170,7 +170,7 @@ CODES: Mapping[str, Code] = {
         "monitor",
         "with the candidate apart, an object of the candidate's was handed a test's value "
         "through an operator or a method (which tells it the value) where the reference's "
-        "objects were handed none in the same test",
+        "objects were handed none at the same place and operation of the same test",
     ),
     "pytest_tampered": Code(
         _T, "monitor", "pytest's or this package's functions replaced, or a plugin registered"

@@ -36,13 +36,19 @@ OPS: Mapping[str, Callable[[list[Any]], bool]] = {
     # Not an assertion: a call's result in the trusted tests, told only as plain data or the
     # candidate's own object (child/recheck.py ``returned``); held against the reference's.
     "returned": lambda s: True,
+    # Not an assertion either: an object of the candidate's (apart) handed a test's value at
+    # a place (child/recheck.py ``given``); held against the reference's objects there.
+    "given": lambda s: True,
 }
 #: How many operands each comparison has.
 ARITY: Mapping[str, int] = {
-    op: 1 if op in ("is None", "is not None", "truth", "not", "returned") else 2 for op in OPS
+    op: 1 if op in ("is None", "is not None", "truth", "not", "returned", "given") else 2
+    for op in OPS
 }
 #: The operand index under which a call's result is kept (its place has no operands).
 RETURNED = -1
+#: The operand index under which an object handed a value is kept.
+GIVEN = -2
 
 
 class Undecodable(Exception):

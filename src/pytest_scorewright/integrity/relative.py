@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pytest_scorewright.integrity.codes import reason
-from pytest_scorewright.integrity.recheck import RETURNED
+from pytest_scorewright.integrity.recheck import GIVEN, RETURNED
 from pytest_scorewright.integrity.verdict import Canary, CanaryKey, RunVerdict, SideKey
 from pytest_scorewright.result import Reason, TestRecord
 
@@ -86,6 +86,21 @@ def _not_plain(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> li
     for key, seen in verdict.not_plain.items():
         test, site, index = key
         reference_plain = trusted.plain.get(key) if trusted is not None else None
+        if index == GIVEN:
+            # Where the reference's objects were handed no value at that place and
+            # operation (and always without a reference, as before).
+            if reference_plain is None:
+                place = site.rsplit(" ", 1)
+                found.setdefault(
+                    "handle_given_value",
+                    reason(
+                        "handle_given_value",
+                        f"{name} run: in {test[:200]}: at {place[0]} a {seen.type_name} of "
+                        f"the candidate's was handed a test's value ({place[-1]}), where the "
+                        "reference's objects were handed none",
+                    ),
+                )
+            continue
         if index == RETURNED:
             # Only where the reference's call at that site returned plain data: not where it
             # got an object of its own too, nor where it never made the call.

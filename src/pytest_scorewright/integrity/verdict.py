@@ -521,6 +521,10 @@ def _on_recheck(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:
         ev.pending_rechecks.append(message)
 
 
+#: The operand index of what is not an assertion's operand.
+_PLACES = {"returned": recheck.RETURNED, "given": recheck.GIVEN}
+
+
 def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
     site, op = message["site"][:200], message["op"]
     if op not in recheck.OPS:
@@ -537,7 +541,7 @@ def _recheck_in(ev: _Evidence, test: str, message: dict[str, Any]) -> None:
     for index, side in enumerate(sides):
         if side.skipped:
             continue
-        key = (test, site, recheck.RETURNED if op == "returned" else index)
+        key = (test, site, _PLACES.get(op, index))
         if key not in ev.plain and len(ev.plain) >= MAX_RECHECK_KEYS:
             continue
         ev.plain[key] = ev.plain.get(key, True) and side.plain

@@ -21,6 +21,7 @@ Tags (a JSON object is always a tag, never a dict)::
     {"dd": [factory, [[k, v]...]]} defaultdict        {"dq": [[...], maxlen]} deque
     {"nt": [name, [fields], [values]]} a namedtuple   {"rg": [start, stop, step]} range
     {"p": "path"} pathlib.Path     {"sl": [start, stop, step]} slice (of plain values)
+    {"dk": [...]} {"dvs": [...]} {"di": [[k, v]...]} a dict's keys, values, items view
     {"ref": ...} a reference (its form is the codec's caller's business)
 
 The decoder is strict: bounded depth, known tags only, types checked; anything else raises
@@ -108,6 +109,12 @@ def encode(value: Any, ref: Callable[[Any], Any], depth: int = 0, *, by_value: b
 
 
 _NONE = object()
+_EMPTY: dict[Any, Any] = {}
+_KEYS_VIEW, _VALUES_VIEW, _ITEMS_VIEW = (
+    type(_EMPTY.keys()),
+    type(_EMPTY.values()),
+    type(_EMPTY.items()),
+)
 
 
 def _plain_of(value: Any, kind: type) -> Any:
@@ -183,6 +190,14 @@ def _encode_library(value: Any, kind: type, e: Callable[[Any], Any]) -> Any:
         return {"dq": [[e(v) for v in value], value.maxlen]}
     if kind is range:
         return {"rg": [value.start, value.stop, value.step]}
+    # A view crosses as a view of a fresh dict (its own C code answers ``in`` and ``==``):
+    # as a reference its stand-in would let the candidate's process answer them.
+    if kind is _KEYS_VIEW:
+        return {"dk": [e(v) for v in value]}
+    if kind is _VALUES_VIEW:
+        return {"dvs": [e(v) for v in value]}
+    if kind is _ITEMS_VIEW:
+        return {"di": [[e(k), e(v)] for k, v in value]}
     if kind is slice:  # obj[1:3] of a stand-in: the slice crosses, its bounds as plain data
         return {"sl": [e(v) for v in (value.start, value.stop, value.step)]}
     if isinstance(value, pathlib.PurePath) and kind.__module__ == "pathlib":
@@ -324,11 +339,18 @@ _DECODERS: dict[str, Callable[[Any, Callable[[Any], Any], int], Any]] = {
     "p": lambda b, r, d: pathlib.Path(_text(b)),
     "sl": lambda b, r, d: _slice(_seq(b, r, d)),
     "nt": _namedtuple,
+    "dk": lambda b, r, d: dict.fromkeys(_seq(b, r, d)).keys(),
+    "dvs": lambda b, r, d: dict(enumerate(_seq(b, r, d))).values(),
+    "di": lambda b, r, d: dict(_items(b, r, d)).items(),
     "ref": _ref,
 }
 
 
 # -- exact builtin values: anchored values, submissions, re-checked operands ---------------
+
+
+#: What ``substitute`` returns for a value it does not stand in for.
+NO_SUBSTITUTE: Any = object()
 
 
 class TooLarge(Exception):
@@ -341,12 +363,15 @@ def plain(
     base_of: Callable[[type], type | None] | None = None,
     budget: list[int] | None = None,
     depth: int = 0,
+    substitute: Callable[[Any, type], Any] | None = None,
 ) -> Any:
     """``value`` in this module's tagged JSON, made of builtin values only (``None``,
     ``bool``, ``int``, ``float``, ``str``, ``bytes``, ``list``, ``tuple``, ``dict``, ``set``,
     ``frozenset``): anything else raises :class:`NotPlainData`. ``base_of(kind)`` names the
     builtin base a subclass is taken as (by the base type's own code), or None to refuse it;
-    ``budget`` (``[nodes, chars]``) bounds the work: past it, :class:`TooLarge`. The same
+    ``substitute(value, kind)`` may give a plain value that stands for an object of another
+    type (:data:`NO_SUBSTITUTE` when it gives none); ``budget`` (``[nodes, chars]``) bounds
+    the work: past it, :class:`TooLarge`. The same
     :func:`decode` reads it back (with no references)."""
     if budget is not None:
         budget[0] -= 1
@@ -355,6 +380,10 @@ def plain(
     if depth > MAX_DEPTH:
         raise NotPlainData(f"nested deeper than {MAX_DEPTH}")
     kind = type(value)
+    if kind not in _EXACT_PLAIN and substitute is not None:
+        found = substitute(value, kind)
+        if found is not NO_SUBSTITUTE:
+            kind, value = type(found), found
     if kind not in _EXACT_PLAIN:
         base = base_of(kind) if base_of is not None else None
         if base is None or base not in _AS_BASE:
@@ -374,7 +403,10 @@ def plain(
                 raise TooLarge
         return found
     d = depth + 1
-    items = [plain(v, base_of=base_of, budget=budget, depth=d) for v in _flat(value, kind)]
+    items = [
+        plain(v, base_of=base_of, budget=budget, depth=d, substitute=substitute)
+        for v in _flat(value, kind)
+    ]
     if kind is list:
         return items
     if kind is dict:

@@ -167,6 +167,9 @@ class CandidateServer:
             info["name"] = obj.__name__
         else:
             info["cls"] = self.ref(type(obj))
+            identity = _identity(obj)
+            if identity is not None:
+                info["id"] = identity
         form["i"] = info
         return form
 
@@ -476,6 +479,53 @@ def start(
 
 
 # -- helpers ---------------------------------------------------------------------------------
+
+
+def _identity(obj: Any, depth: int = 0) -> Any:
+    """What an object compares by, as plain data, where its equality is the standard
+    library's: an Enum member (its class and value), an instance of a dataclass whose
+    ``__eq__`` dataclasses generated (its class and fields, each plain data or such an
+    identity). The test process compares two of these by it, never by the class's
+    ``__eq__`` (child/proxy.py). None for anything else."""
+    kind = type(obj)
+    mro: tuple[type, ...] = type.__dict__["__mro__"].__get__(kind)
+    enum = sys.modules.get("enum")
+    if enum is not None and any(cls is enum.Enum for cls in mro):
+        value = _field(object.__getattribute__(obj, "_value_"), depth)
+        name = ["enum", str(kind.__module__), str(kind.__qualname__)]
+        return None if value is None else [*name, value]
+    owner = next((cls for cls in mro if "__eq__" in vars(cls)), None)
+    params = vars(owner).get("__dataclass_params__") if owner is not None else None
+    fields = vars(owner).get("__dataclass_fields__") if owner is not None else None
+    equal = vars(owner).get("__eq__") if owner is not None else None
+    code = getattr(equal, "__code__", None)
+    if (
+        owner is None
+        or not getattr(params, "eq", False)
+        or not isinstance(fields, dict)
+        or getattr(code, "co_filename", None) != "<string>"  # generated, not written
+    ):
+        return None
+    found = []
+    field_kind = getattr(sys.modules.get("dataclasses"), "_FIELD", None)
+    for name, spec in list(fields.items())[:64]:
+        # What the generated __eq__ compares: fields proper (not ClassVar, InitVar), compare=True
+        if getattr(spec, "_field_type", None) is not field_kind or not spec.compare:
+            continue
+        value = _field(object.__getattribute__(obj, name), depth)
+        if value is None:
+            return None
+        found.append(value)
+    return ["dc", str(kind.__module__), str(kind.__qualname__), found]
+
+
+def _field(value: Any, depth: int) -> Any:
+    """A field's value as ``{"v": plain}`` or its identity; None where it has neither."""
+    try:
+        return {"v": values.plain(value, budget=[500, 16384])}
+    except (values.NotPlainData, values.TooLarge, RecursionError):
+        pass
+    return _identity(value, depth + 1) if depth < 20 else None
 
 
 def _kind(obj: Any) -> str:
