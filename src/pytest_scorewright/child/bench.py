@@ -151,6 +151,13 @@ class RoundTrips:
         self.session = session
         self.pings: list[float] = []
         self.last: tuple[tuple[Any, ...], dict[str, Any] | None] = ((), None)
+        #: Items of a round's result (:func:`items_in`): its crossing back, which no null
+        #: call makes, is subtracted by the per-item cost timed before any candidate code.
+        self.result_items = 0
+
+    def returned(self, result: Any) -> None:
+        """A round's result, told once: what its crossing back costs is not the work."""
+        self.result_items = max(self.result_items, items_in(result))
 
     def count(self) -> int:
         found: int = self.session.round_trips()
@@ -187,9 +194,35 @@ class RoundTrips:
         for _ in range(MIN_PINGS - len(self.pings)):
             self.sample(*self.last)
         cap = self.session.trusted_trip
-        now = min(self.pings) if self.pings else None
+        per_item = getattr(self.session, "trusted_item", None) or 0.0
+        back = per_item * self.result_items
+        if cap is not None:
+            # The trusted trip and item cost, for this call's items: the null calls served
+            # after the candidate's code was imported may be slowed by it, never these.
+            args, kwargs = self.last
+            cap += per_item * (items_in(args) + items_in(kwargs or {})) + back
+        now = min(self.pings) + back if self.pings else None
         known = [t for t in (now, cap) if t is not None and math.isfinite(t)]
         return min(known) if known else 0.0
+
+
+def items_in(value: Any, budget: int = 100_000) -> int:
+    """Plain items in ``value`` (containers' items at any depth, each string or bytes 1 per
+    64 characters), counted up to ``budget``: how much a call's arguments or result weigh
+    in its crossing. Exact builtin types only; anything else counts 1."""
+    count, stack = 0, [value]
+    while stack and count < budget:
+        item = stack.pop()
+        count += 1
+        kind = type(item)
+        if kind is dict:
+            stack.extend(dict.keys(item))
+            stack.extend(dict.values(item))
+        elif kind in (list, tuple, set, frozenset):
+            stack.extend(item)
+        elif kind in (str, bytes, bytearray):
+            count += len(item) // 64
+    return min(count, budget)
 
 
 class CpuWatch:
@@ -363,6 +396,8 @@ class BenchmarkFixture:
                 target, call_args, call_kwargs, iterations, trips, pick
             )
             timed.append(measured)
+            if trips is not None and index < 3:
+                trips.returned(result)
             if index == 0:
                 check.first(kept)
             check.after(copied, kept)
@@ -393,6 +428,8 @@ class BenchmarkFixture:
         # The first call is the result returned, and the calibration's first step.
         (first, made), result, _ = _timed_round(fn, args, kwargs, 1, trips)
         check.first(result)
+        if trips is not None:
+            trips.returned(result)
         iterations = 1
         elapsed = first
         while elapsed < self.min_time and iterations < MAX_ITERATIONS:

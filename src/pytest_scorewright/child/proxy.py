@@ -58,6 +58,8 @@ _MACHINERY = ("unittest", "_pytest", "pytest", "pluggy", "pytest_scorewright")
 #: Null calls timed as each candidate process starts, before it imports any candidate code:
 #: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
 CALIBRATION_TRIPS = 10
+#: Items of the calibration call that times what an item of arguments or results costs.
+CALIBRATION_ITEMS = 2000
 #: A function of ours in the candidate's process that does nothing: a call of it costs what
 #: any call there costs (both ends' encoding, the channel, the server's dispatch), less the
 #: work, so the benchmark fixture subtracts it from each call it times.
@@ -109,6 +111,9 @@ class Session:
         #: The fastest null call to the current candidate process, timed before it had
         #: imported any candidate code: the most the benchmark fixture subtracts for a call.
         self.trusted_trip: float | None = None
+        #: What one item (of a call's arguments or result) adds to a call at least, timed
+        #: with :attr:`trusted_trip`.
+        self.trusted_item: float | None = None
         #: Where the candidate was when a test last timed out in a call to it.
         self.stuck_at: str | None = None
         #: :data:`NULL_CALL`'s stand-in, reached by its path in every incarnation.
@@ -142,10 +147,18 @@ class Session:
             on_reply=_rewarn_from(self),
             on_finding=self._relay,
         )
-        self.trusted_trip = None
+        self.trusted_trip = self.trusted_item = None
         trips = [self.null_call() for _ in range(CALIBRATION_TRIPS)]
         timed = [t for t in trips if t is not None]
         self.trusted_trip = min(timed) if timed else None
+        # What one item of a call's arguments or result adds to its crossing, timed here too,
+        # before any candidate code: a call of 1,200 numbers each way spends about a
+        # millisecond crossing, which is not the candidate's work (child/bench.py).
+        payload = (list(range(CALIBRATION_ITEMS)),)
+        loaded = [t for t in (self.null_call(payload) for _ in range(5)) if t is not None]
+        if loaded and self.trusted_trip is not None:
+            extra = max(0.0, min(loaded) - self.trusted_trip)
+            self.trusted_item = extra / CALIBRATION_ITEMS
         return self.endpoint
 
     def null_call(
