@@ -170,8 +170,33 @@ def test_a_caller_stopped_by_any_signal_leaves_nothing_behind(
     _stop_a_slow_candidates_caller(tmp_path, after, how, warm=warm)
 
 
+@pytest.mark.parametrize("after", [0.0, 1.0, 2.5])
+def test_a_callers_process_group_killed_leaves_nothing_behind(tmp_path: Path, after: float) -> None:
+    # What a job scheduler, a container stop or `kill -9 -PGID` does: the caller and every
+    # process of its group at once. The warm parent is in a session of its own, sees its
+    # caller die, and ends the runs and removes their directories.
+    _stop_a_slow_candidates_caller(tmp_path, after, signal.SIGKILL, warm=True, group=True)
+
+
+@pytest.mark.parametrize("warm", [True, False], ids=["warm", "cold"])
+def test_a_caller_killed_while_its_forked_workers_live_leaves_nothing_behind(
+    tmp_path: Path, warm: bool
+) -> None:
+    # A loop that forked workers (OpenEvolve's, a multiprocessing pool): they hold copies of
+    # every pipe to the warm parent or the janitor, and outlive the caller. The caller's own
+    # death, seen directly, is what ends its runs.
+    _stop_a_slow_candidates_caller(tmp_path, 0.5, signal.SIGKILL, warm=warm, fork_worker=True)
+
+
 def _stop_a_slow_candidates_caller(
-    tmp_path: Path, after: float, how: signal.Signals, *, warm: bool, hold_requests: bool = False
+    tmp_path: Path,
+    after: float,
+    how: signal.Signals,
+    *,
+    warm: bool,
+    hold_requests: bool = False,
+    group: bool = False,
+    fork_worker: bool = False,
 ) -> None:
     slow = tmp_path / "slow.py"
     slow.write_text(SLOW_ON_VISIBLE, encoding="utf-8")
@@ -179,7 +204,14 @@ def _stop_a_slow_candidates_caller(
     os.chmod(work, 0o755)  # noqa: S103 - the sandbox uids must traverse it
     try:
         _kill_the_caller_mid_run(
-            slow, work, after=after, how=how, warm=warm, hold_requests=hold_requests
+            slow,
+            work,
+            after=after,
+            how=how,
+            warm=warm,
+            hold_requests=hold_requests,
+            group=group,
+            fork_worker=fork_worker,
         )
     finally:
         shutil.rmtree(work, ignore_errors=True)
@@ -193,13 +225,24 @@ def _kill_the_caller_mid_run(
     *,
     warm: bool = True,
     hold_requests: bool = False,
+    group: bool = False,
+    fork_worker: bool = False,
 ) -> None:
     # hold_requests: a child of the caller keeps the warm parent's requests pipe open (and
     # closes its answer pipe), so the caller's death shows only as a failed answer.
+    # group: the caller leads a process group, and the whole group is killed.
+    # fork_worker: a child of the caller holds every descriptor it has, and lives on.
     hold = (
         "holder = os.fork()\n"
         "if holder == 0:\n"
         "    os.close(warm._server.proc.stdout.fileno())\n"
+        "    time.sleep(300)\n"
+        "    os._exit(0)\n"
+        "print(holder, flush=True)\n"
+    )
+    worker = (
+        "holder = os.fork()\n"
+        "if holder == 0:\n"
         "    time.sleep(300)\n"
         "    os._exit(0)\n"
         "print(holder, flush=True)\n"
@@ -215,37 +258,60 @@ def _kill_the_caller_mid_run(
         "keeper = warm if warm is not None else janitor\n"
         "print(keeper._proc.pid, flush=True)\n"
         + (hold if hold_requests else "")
+        + (worker if fork_worker else "")
         + f"ev.score({str(hang)!r})\n"
     )
     # Where the runs have the caller's own uid (an ordinary user without subordinate ids),
     # only processes started from here on are theirs (conftest.sandbox_processes).
     since = boot_clock()
-    caller = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    caller = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=group
+    )
     assert caller.stdout is not None
     keeper_pid = int(caller.stdout.readline())
-    holder = int(caller.stdout.readline()) if hold_requests else None
+    holder = int(caller.stdout.readline()) if hold_requests or fork_worker else None
     deadline = time.monotonic() + 20
     while not sandbox_processes(caller.pid, since) and time.monotonic() < deadline:
         time.sleep(0.05)  # until both runs spin in their sandboxes
     assert sandbox_processes(caller.pid, since), "the runs never started"
     time.sleep(after)
-    caller.send_signal(how)
+    if os.geteuid() == 0:  # the runs' copies of the tests: no other user reads them
+        readable = [
+            p
+            for p in work.rglob("*")
+            if "tests" in p.relative_to(work).parts and p.stat().st_mode & 0o004
+        ]
+        assert readable == [], readable
+    if group:
+        os.killpg(caller.pid, how)
+    else:
+        caller.send_signal(how)
     caller.wait()
     caller.stdout.close()
+    if holder is not None and fork_worker:
+        try:  # the loop's worker outlives its caller: ours must not wait for it
+            _wait_until_clean(keeper_pid, caller.pid, since, work)
+        finally:
+            os.kill(holder, signal.SIGKILL)
+        return
     if holder is not None:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and _state(keeper_pid) not in ("gone", "Z"):
             time.sleep(0.05)  # until the runs end and their answers find nobody
         os.kill(holder, signal.SIGKILL)
+    _wait_until_clean(keeper_pid, caller.pid, since, work)
+
+
+def _wait_until_clean(keeper_pid: int, caller_pid: int, since: float, work: Path) -> None:
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
         _state(keeper_pid) not in ("gone", "Z")
-        or bool(sandbox_processes(caller.pid, since))
+        or bool(sandbox_processes(caller_pid, since))
         or any(work.iterdir())
     ):
         time.sleep(0.05)
     assert _state(keeper_pid) in ("gone", "Z")  # the warm parent or janitor ended too
-    assert sandbox_processes(caller.pid, since) == []  # PID 1 of each run died with its job
+    assert sandbox_processes(caller_pid, since) == []  # PID 1 of each run died with its job
     assert list(work.iterdir()) == []  # run work dirs and the fixed root, removed
 
 

@@ -19,13 +19,17 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import signal
 import stat
 import subprocess
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
+from pytest_scorewright.sandbox import owner
+from pytest_scorewright.sandbox.owner import owner_env
 from pytest_scorewright.sandbox.workspace import remove_work_dir
 
 #: Times the removal is tried, a little apart: a run's last process may still be writing
@@ -44,6 +48,7 @@ class Janitor:
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,
+            env={**os.environ, **owner_env()},
         )
 
     def made(self, root: Path, uid: int | None = None) -> None:
@@ -96,7 +101,7 @@ def main() -> int:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, signal.SIG_IGN)  # it ends when the caller has: at EOF
     left: dict[str, int | None] = {}
-    for line in sys.stdin.buffer:
+    for line in _lines_while_the_caller_lives():
         try:
             message = json.loads(line)
             if "made" in message:
@@ -108,6 +113,27 @@ def main() -> int:
             continue  # not a line of the caller's
     _remove(left)
     return 0
+
+
+def _lines_while_the_caller_lives() -> Iterator[bytes]:
+    """The caller's lines, until its pipe ends or the caller itself does (a process it
+    forked may hold the pipe open long after: sandbox/owner.py)."""
+    caller = owner.owner_pid()
+    pidfd = owner.watch(caller)
+    stdin = sys.stdin.fileno()
+    buffered = b""
+    while not owner.gone(caller, pidfd):
+        watched = [stdin, *([pidfd] if pidfd is not None and pidfd >= 0 else [])]
+        readable, _, _ = select.select(watched, [], [], 1.0)
+        if pidfd is not None and pidfd in readable:
+            return
+        if stdin in readable:
+            chunk = os.read(stdin, 1 << 16)
+            if not chunk:
+                return
+            buffered += chunk
+            *lines, buffered = buffered.split(b"\n")
+            yield from lines
 
 
 if __name__ == "__main__":

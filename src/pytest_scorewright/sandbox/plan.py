@@ -168,7 +168,7 @@ class RunPlanner:
             (workspace.root / _INI).write_text(s.ini_text, encoding="utf-8")
             uid = self._sandbox_uid()
             if uid is not None:
-                _open_up(workspace)
+                _open_up(workspace, uid)
                 if self._subordinate is None:  # else the run's own process (in the namespace)
                     hand_over([str(p) for p in _own_dirs(workspace)], uid)
             workspace.uid = uid
@@ -572,17 +572,26 @@ def _own_dirs(ws: Workspace) -> tuple[Path, ...]:
     return (ws.candidate, ws.home, ws.chome, ws.shared)
 
 
-def _open_up(ws: Workspace) -> None:
-    """Make the work dir usable by another uid, whatever the caller's umask: the tests and
-    our ini file readable, the private homes private to whoever owns them."""
-    os.chmod(ws.root, 0o755)  # noqa: S103 - the sandbox uid must traverse it, not write it
+def _open_up(ws: Workspace, uid: int) -> None:
+    """Make the work dir usable by the run's uid, whatever the caller's umask: the tests and
+    our ini file readable, the private homes private to whoever owns them.
+
+    As root, readable by that uid alone: the tests (held-out ones included) and the work dir
+    are given the group of the run's uid (its only group: child/confine.py) and nothing for
+    others, so no other user of the machine reads a held-out test while a run goes on. An
+    ordinary user's run uid is a subordinate id in a namespace of its own, which this
+    process cannot give a file's group to: there the tests are readable by others for the
+    run's duration (docs/security.md)."""
+    group, dirs, files = (uid, 0o750, 0o640) if os.geteuid() == 0 else (-1, 0o755, 0o644)
+    paths = [ws.root]
+    with os.scandir(ws.root) as entries:  # our ini file: readable whatever the umask
+        paths += [Path(e.path) for e in entries if e.is_file(follow_symlinks=False)]
+    for dirpath, _, filenames in os.walk(ws.tests):
+        paths.append(Path(dirpath))
+        paths += [Path(dirpath) / name for name in filenames]
+    for path in paths:
+        if group >= 0:
+            os.chown(path, 0, group, follow_symlinks=False)
+        os.chmod(path, dirs if path.is_dir() and not path.is_symlink() else files)
     for private in (ws.home, ws.chome):
         os.chmod(private, 0o700)
-    with os.scandir(ws.root) as entries:  # our ini file: readable whatever the umask
-        for entry in entries:
-            if entry.is_file(follow_symlinks=False):
-                os.chmod(entry.path, 0o644)
-    for dirpath, _, filenames in os.walk(ws.tests):
-        os.chmod(dirpath, 0o755)  # noqa: S103 - readable tests, writable by root only
-        for name in filenames:
-            os.chmod(os.path.join(dirpath, name), 0o644)

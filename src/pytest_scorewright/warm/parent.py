@@ -27,6 +27,7 @@ from pytest_scorewright.protocol.channel import (
     decode_json,
     encode_frame,
 )
+from pytest_scorewright.sandbox.owner import owner_env
 
 if TYPE_CHECKING:
     from pytest_scorewright.protocol.wire import ChildOutcome, SandboxSpec
@@ -111,6 +112,10 @@ class _Server:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
+        env.update(owner_env())  # it watches this process, not only the pipe
+        # A session of its own: a SIGKILL of the caller's process group (a job scheduler, a
+        # container stop, kill -9 -PGID) must leave it alive to end the runs and remove their
+        # work dirs, which it does when this process is gone (warm/server.py).
         self.proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
             [sys.executable, "-m", "pytest_scorewright.warm.server", *preload],
             stdin=subprocess.PIPE,
@@ -118,6 +123,7 @@ class _Server:
             stderr=subprocess.DEVNULL,
             env=env,
             close_fds=True,
+            start_new_session=True,
         )
         if self.proc.stdin is None or self.proc.stdout is None:  # pragma: no cover
             raise ScorewrightError("could not start the warm parent process")

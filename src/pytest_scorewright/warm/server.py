@@ -35,7 +35,7 @@ from pytest_scorewright.protocol.wire import (
     outcome_to_wire,
     spec_from_wire,
 )
-from pytest_scorewright.sandbox import subids
+from pytest_scorewright.sandbox import owner, subids
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.placement import free_cpu
 from pytest_scorewright.suite.prepared import prepare
@@ -105,8 +105,15 @@ def serve(inp: int, out: int) -> None:
     # reached its end: a killed caller whose death shows on the answer pipe first (an answer
     # and the end of the requests in one wake-up), or one whose requests pipe another process
     # still holds. Either way nobody reads answers: end as when the requests end.
-    with contextlib.suppress(BrokenPipeError):
-        _serve(inp, out, sel, requests, jobs, fixed_roots, ended)
+    # The caller watched directly too: the requests pipe does not end while a process the
+    # caller forked still holds it (sandbox/owner.py).
+    caller = owner.owner_pid()
+    pidfd = owner.watch(caller)
+    if pidfd is not None and pidfd >= 0:
+        sel.register(pidfd, selectors.EVENT_READ, "owner")
+    if pidfd != -1:
+        with contextlib.suppress(BrokenPipeError):
+            _serve(inp, out, sel, requests, jobs, fixed_roots, ended, caller, pidfd)
     _caller_gone(list(jobs.values()), {*fixed_roots, *ended})
 
 
@@ -118,11 +125,20 @@ def _serve(
     jobs: dict[int, _Job],
     fixed_roots: set[str],
     ended: list[str],
+    caller: int | None,
+    pidfd: int | None,
 ) -> None:
-    """The loop of :func:`serve`; returns when the requests pipe ends."""
+    """The loop of :func:`serve`; returns when the requests pipe ends or the caller dies."""
+    # Without a pidfd, a look at the parent pid once a second.
+    every = 1.0 if caller is not None and pidfd is None else None
     while True:
-        for key, _ in sel.select():
+        ready = sel.select(every)
+        if every is not None and owner.gone(caller, pidfd):
+            return
+        for key, _ in ready:
             fd = int(key.fd)
+            if key.data == "owner":
+                return
             if key.data is None:
                 data = os.read(inp, 1 << 16)
                 if not data:
