@@ -143,3 +143,74 @@ def test_resume_appends_to_a_jsonl_cut_short_and_skips_what_it_holds(tmp_path: P
     written = lines.read_text(encoding="utf-8").splitlines()
     assert len(written) == 3
     assert sorted(json.loads(line)["extra"]["candidate"] for line in written) == candidates
+
+
+def test_ctrl_c_stops_the_runs_in_flight_rather_than_waiting_for_them(tmp_path: Path) -> None:
+    # Two right programs and four that sleep a minute at import: Ctrl-C after the first two
+    # results ends the runs in flight at once (it waited ~30 s for them before) and keeps
+    # the two; nothing of the runs is left in the work dir.
+    candidates = tmp_path / "c"
+    candidates.mkdir()
+    right = (TASK / "reference" / "solution.py").read_text(encoding="utf-8")
+    for i in range(6):
+        slow = "\n\nimport time\ntime.sleep(60)\n" if i >= 2 else ""
+        (candidates / f"c{i}.py").write_text(right + slow, encoding="utf-8")
+    work = tmp_path / "work"
+    work.mkdir()
+    os.chmod(tmp_path, 0o755)  # noqa: S103 - the sandbox uids must traverse it
+    os.chmod(work, 0o755)  # noqa: S103
+    out = tmp_path / "out"
+    caller = subprocess.Popen(
+        [sys.executable, "-m", "pytest_scorewright.cli", "score-many",
+         *sorted(map(str, candidates.glob("*.py"))), "--tests", str(TASK / "tests"),
+         "--reference", str(TASK / "reference"), "--out-dir", str(out), "-j", "2"],
+        stderr=subprocess.PIPE, text=True, env={**os.environ, "TMPDIR": str(work)},
+    )  # fmt: skip
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and len(list(out.glob("[!.]*.json"))) < 2:
+        time.sleep(0.1)
+    time.sleep(0.5)  # the slow ones are in flight
+    caller.send_signal(signal.SIGINT)
+    interrupted = time.monotonic()
+    _, err = caller.communicate(timeout=60)
+    waited = time.monotonic() - interrupted
+    assert caller.returncode == 130, err
+    assert err.strip().splitlines()[-1] == "scorewright: interrupted: 2/6 kept", err
+    assert sorted(p.name for p in out.glob("*.json")) == ["c0.json", "c1.json"]
+    assert waited < 20, waited  # far below the minute the runs in flight would take
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and list(work.iterdir()):
+        time.sleep(0.1)
+    assert list(work.iterdir()) == []
+
+
+def test_any_text_given_as_source_is_scored_never_raised() -> None:
+    with Evaluator(TASK / "tests", reference=TASK / "reference") as ev:
+        for text in ("def f():\n    return '\ud800'\n", "\x00", "\udcff", ""):
+            result = ev.score_source(text)
+            assert result.signal("pass_rate") == 0.0, text
+            assert not result.infrastructure, result.error
+
+
+def test_a_link_in_a_candidate_is_never_read_to_tell_identical_content(tmp_path: Path) -> None:
+    import tracemalloc
+
+    from pytest_scorewright.scoring.candidates import content_key
+
+    host = tmp_path / "host.bin"
+    with open(host, "wb") as handle:
+        handle.truncate(256 << 20)  # sparse: 256 MiB to read, none of it on disk
+    candidate = tmp_path / "cand"
+    candidate.mkdir()
+    (candidate / "solution.py").write_text("x = 1\n", encoding="utf-8")
+    plain_key = content_key(candidate)
+    (candidate / "data.bin").symlink_to(host)
+    (candidate / "inner").symlink_to(tmp_path)
+    tracemalloc.start()
+    try:
+        linked_key = content_key(candidate)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 1 << 20, peak
+    assert linked_key == plain_key  # links are not what a run copies

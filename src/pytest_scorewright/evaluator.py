@@ -377,6 +377,22 @@ class Evaluator:
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
+        try:
+            yield from self._score_many(paths, workers, executor, retries, deadline_s)
+        except KeyboardInterrupt:
+            # Ctrl-C: the runs in flight end now (their candidates have no result; those
+            # yielded are the caller's), rather than the pool waiting for each to finish.
+            self.cancel("interrupted")
+            raise
+
+    def _score_many(
+        self,
+        paths: list[Path],
+        workers: int,
+        executor: Executor | None,
+        retries: int,
+        deadline_s: float | None,
+    ) -> Iterator[tuple[int, ScoreResult]]:
         if executor is not None and not self._objectives.portable:
             raise ConfigError(
                 "objectives given as callables cannot go to an executor's workers; give them "
@@ -412,7 +428,12 @@ class Evaluator:
             yield from self._judged_each(paths, batch)
             return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
-            yield from bounded(pool, self.score, paths, 2 * workers, failed=unscored)
+            try:
+                yield from bounded(pool, self.score, paths, 2 * workers, failed=unscored)
+            except KeyboardInterrupt:
+                self.cancel("interrupted")  # before the pool waits for its threads' runs
+                pool.shutdown(wait=False, cancel_futures=True)
+                raise
 
     def _judged_each(
         self, paths: Sequence[Path], batch: Iterable[tuple[int, ScoreResult]]

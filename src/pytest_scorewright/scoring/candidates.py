@@ -7,7 +7,9 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import os
 import shutil
+import stat
 import tempfile
 import threading
 from collections import OrderedDict
@@ -31,7 +33,12 @@ def source_file(code: str, module: str) -> Iterator[Path]:
     folder = Path(tempfile.mkdtemp(prefix="scorewright-source-"))
     try:
         path = folder / f"{module}.py"
-        path.write_text(code, encoding="utf-8", errors="surrogateescape")
+        try:
+            path.write_text(code, encoding="utf-8", errors="surrogateescape")
+        except UnicodeEncodeError:
+            # A lone surrogate (a model's broken escape): written as it is, the file is not
+            # UTF-8, and the candidate's import fails as its own (a syntax error), scored.
+            path.write_text(code, encoding="utf-8", errors="surrogatepass")
         yield path
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -39,21 +46,59 @@ def source_file(code: str, module: str) -> Iterator[Path]:
 
 def content_key(path: Path, *parts: object) -> str | None:
     """A digest of the candidate's files (names and bytes) and ``parts``; None where it is
-    too large to be worth it or cannot be read (then it is simply scored)."""
+    too large to be worth it or cannot be read (then it is simply scored).
+
+    What a run copies, read as it copies it: regular files only, no link followed (a link to
+    a large host file must not be read by this process), each file's size checked before
+    it is read, and no read past the budget."""
     digest = hashlib.sha256(repr(parts).encode())
-    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
-    total = 0
+    files = [path] if path.is_file() else _regular_files(path)
+    if files is None:
+        return None
+    left = MAX_HASHED_BYTES
     for file in files:
-        try:
-            data = file.read_bytes()
-        except OSError:
+        data = _read_at_most(file, left)
+        if data is None or len(data) > left:
             return None
-        total += len(data)
-        if total > MAX_HASHED_BYTES:
-            return None
+        left -= len(data)
         digest.update(str(file.relative_to(path) if file != path else "").encode() + b"\0")
         digest.update(len(data).to_bytes(8, "big") + data)
     return digest.hexdigest()
+
+
+def _regular_files(top: Path, limit: int = 10_000) -> list[Path] | None:
+    """Regular files below ``top`` (links neither followed nor listed), sorted; None past
+    ``limit`` files."""
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
+        dirnames.sort()
+        for name in filenames:
+            candidate = Path(dirpath) / name
+            with contextlib.suppress(OSError):
+                if stat.S_ISREG(os.lstat(candidate).st_mode):
+                    found.append(candidate)
+        if len(found) > limit:
+            return None
+    return sorted(found)
+
+
+def _read_at_most(file: Path, budget: int) -> bytes | None:
+    """The file's bytes, if it is a regular file (not a link) of at most ``budget`` bytes;
+    else None. Opened without following a link; the size is checked before reading."""
+    try:
+        fd = os.open(file, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > budget:
+            return None
+        with os.fdopen(fd, "rb", closefd=False) as handle:
+            return handle.read(min(info.st_size, budget) + 1)  # no buffer past the file
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
 
 
 class SeenResults:
