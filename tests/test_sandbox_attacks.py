@@ -427,7 +427,7 @@ def test_early_exits_at_import_never_count_as_passes(
     if evaluator.isolated:
         # The candidate is imported in its own process: whatever it does there, the tests'
         # import of it fails, and so does their collection.
-        error_part = "could not be collected with the candidate"
+        error_part = "could not import the candidate"
     assert error_part in result.error
     assert result.signal("tests_passed") == 0
     assert set(outcomes(result).values()) <= {"not_run", "error"}

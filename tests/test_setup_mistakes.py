@@ -75,3 +75,28 @@ def test_a_module_name_the_tests_never_import_is_refused_with_the_likely_one(
 def test_impossible_limits_are_refused(limits: dict[str, float], says: str) -> None:
     with pytest.raises(ConfigError, match=says):
         Limits(**limits)  # type: ignore[arg-type]
+
+
+def test_held_out_tests_inside_the_visible_ones_are_refused_in_one_line(tmp_path: Path) -> None:
+    # `--tests .` in a task whose heldout/ sits beside tests/: the held-out tests would run
+    # as visible ones, and their failures would reach the LLM.
+    _task(tmp_path)
+    (tmp_path / "tests" / "heldout").mkdir()
+    (tmp_path / "tests" / "heldout" / "test_more.py").write_text(
+        "from topk import top_k\n\ndef test_b():\n    assert top_k([2, 2, 1], 1) == [2]\n",
+        encoding="utf-8",
+    )
+    found = _score(tmp_path, "--module", "topk", "--heldout", str(tmp_path / "tests" / "heldout"))
+    assert found.returncode == 2
+    assert found.stderr.count("\n") == 1, found.stderr
+    assert "are inside the visible tests" in found.stderr
+    assert "Traceback" not in found.stderr
+    assert not (tmp_path / "r.json").exists()
+
+
+def test_prepare_refuses_a_module_the_tests_never_import(tmp_path: Path) -> None:
+    from pytest_scorewright.evaluator import Evaluator
+
+    _task(tmp_path)
+    with pytest.raises(ConfigError, match="did you mean --module topk"):
+        Evaluator(tmp_path / "tests", reference=tmp_path / "reference").prepare()

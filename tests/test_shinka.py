@@ -123,7 +123,7 @@ def test_a_program_that_exits_early_is_incorrect_and_scores_nothing(tmp_path: Pa
     assert results["correct"]["correct"] is False
     # Imported in a process of its own (the default isolation here), the program that exits
     # at import fails the tests' import of it.
-    assert "could not be collected with the candidate" in results["correct"]["error"]
+    assert "could not import the candidate" in results["correct"]["error"]
 
 
 SLOW = slow_in_first_call(REFERENCE, "encode", 4)

@@ -105,7 +105,13 @@ class Evaluator:
     def prepare(self) -> Evaluator:
         """Probe the host, start the warm parent, collect the suite and measure the reference
         now rather than at the first score; a setup mistake is a ConfigError here, never
-        thousands of zero scores later. Idempotent; returns this evaluator."""
+        thousands of zero scores later. Idempotent; returns this evaluator.
+
+        A ``module`` the tests never import (where the reference directory provides the ones
+        they do) is refused here too: a ``.py`` candidate would score 0 every time, and the
+        module the tests import is right for a directory candidate as well."""
+        if self._file_mistake is not None:
+            raise ConfigError(self._file_mistake)
         self._prepared()
         return self
 

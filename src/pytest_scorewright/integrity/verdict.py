@@ -704,6 +704,10 @@ _HANDLERS: dict[str, Callable[[_Evidence, float, dict[str, Any]], None]] = {
 }
 
 
+#: pytest's wrapper around a test module's import failure, before the candidate's own error.
+_IMPORT_WRAPPED = re.compile(r"^ImportError: (?=(SyntaxError|IndentationError|TabError)\b)")
+
+
 def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> str | None:
     if observed.stopped is not None:
         return f"the run was stopped by scorewright, not by the candidate: {observed.stopped}"
@@ -714,11 +718,11 @@ def _session_error(ev: _Evidence, observed: ChildOutcome, timeout_s: float) -> s
         return f"message channel broken: {observed.channel_error}"
     if ev.collection_errors:
         first = ev.collection_errors[0]
-        last_line = error_line(first.message)
+        last_line = _IMPORT_WRAPPED.sub("", error_line(first.message))
         count = len(ev.collection_errors) + ev.collection_errors_dropped
         return (
-            f"{count} test file(s) could not be collected with the "
-            f"candidate; first: {first.nodeid}: {bound_message(last_line, 300)}"
+            f"{count} test file(s) could not import the candidate; first: "
+            f"{first.nodeid}: {bound_message(last_line, 300)}"
         )
     if ev.session_error is not None:
         return ev.session_error

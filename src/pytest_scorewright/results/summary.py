@@ -70,8 +70,8 @@ def summary_lines(
     lines = [f"scorewright: {headline(result)}"]
     if result.error and result.infrastructure:
         lines.append(f"scorewright: not scored, for a reason of ours (retry it): {result.error}")
-    elif result.error:
-        lines.append(f"scorewright: not a full measurement: {result.error}")
+    elif result.error:  # the candidate's doing: its import failed, it hung, it crashed
+        lines.append(f"scorewright: the candidate's failure: {result.error}")
     integrity = result.integrity
     strong = [r.code for r in integrity.reasons if r.severity != "hint"]
     if strong:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import os
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
@@ -150,6 +151,12 @@ class EvaluatorSettings:
             raise ConfigError(
                 f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
             )
+        if heldout and _inside(heldout, tests):
+            raise ConfigError(
+                f"the held-out tests {os.fspath(heldout)} are inside the visible tests "
+                f"{os.fspath(tests)}: they would run as visible ones, and their failures reach "
+                "the LLM; give --tests a directory that holds only the visible tests"
+            )
         if flags.get("reference_baseline") and reference is None:
             raise ConfigError("reference_baseline needs a reference; pass reference= as well")
         return cls(
@@ -206,3 +213,9 @@ class EvaluatorSettings:
         if not isinstance(self.require_isolation, bool):
             found["require_isolation"] = list(self.require_isolation)
         return found
+
+
+def _inside(inner: PathLike, outer: PathLike) -> bool:
+    """``inner`` is ``outer`` or lies below it (both resolved)."""
+    a, b = Path(inner).resolve(), Path(outer).resolve()
+    return a == b or b in a.parents
