@@ -249,7 +249,7 @@ def test_collection_errors_are_capped_and_counted() -> None:
     ]
     verdict = judge(EXPECTED, _finished(*errors), timeout_s=5)
     assert len(verdict.collection_errors) == MAX_COLLECTION_ERRORS
-    assert (verdict.error or "").startswith("3000 test file(s) could not be collected")
+    assert (verdict.error or "").startswith("3000 test file(s) could not import the candidate")
     assert len(verdict.error or "") < 1000
 
 
