@@ -290,7 +290,7 @@ def _kill_the_caller_mid_run(
     caller.stdout.close()
     if holder is not None and fork_worker:
         try:  # the loop's worker outlives its caller: ours must not wait for it
-            _wait_until_clean(keeper_pid, caller.pid, since, work)
+            _wait_until_clean(keeper_pid, caller.pid, since, work, ignore=holder)
         finally:
             os.kill(holder, signal.SIGKILL)
         return
@@ -302,16 +302,21 @@ def _kill_the_caller_mid_run(
     _wait_until_clean(keeper_pid, caller.pid, since, work)
 
 
-def _wait_until_clean(keeper_pid: int, caller_pid: int, since: float, work: Path) -> None:
+def _wait_until_clean(
+    keeper_pid: int, caller_pid: int, since: float, work: Path, ignore: int | None = None
+) -> None:
+    # ignore: the loop's own worker, which (with the runs in the caller's uid) would count as
+    # a process started since.
+    def left() -> list[int]:
+        return [p for p in sandbox_processes(caller_pid, since) if p != ignore]
+
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline and (
-        _state(keeper_pid) not in ("gone", "Z")
-        or bool(sandbox_processes(caller_pid, since))
-        or any(work.iterdir())
+        _state(keeper_pid) not in ("gone", "Z") or bool(left()) or any(work.iterdir())
     ):
         time.sleep(0.05)
     assert _state(keeper_pid) in ("gone", "Z")  # the warm parent or janitor ended too
-    assert sandbox_processes(caller_pid, since) == []  # PID 1 of each run died with its job
+    assert left() == []  # PID 1 of each run died with its job
     assert list(work.iterdir()) == []  # run work dirs and the fixed root, removed
 
 
