@@ -362,17 +362,21 @@ def _liars(value):
 '''
 
 
-def _nested(facts: Facts, answers: Sequence[Answer]) -> str:
-    """Containers of the reference's shape with an agreeable object at every leaf."""
+def _shapes(answers: Sequence[Answer]) -> str:
+    """``_SHAPES``: each function's first literal answer in the reference's run."""
     first: dict[str, str] = {}
     for a in answers:
         if a.literal and a.outcome == "returned" and a.value is not None:
             first.setdefault(a.function, a.value)
-    shapes = "_SHAPES = {" + ", ".join(f"{k!r}: {v}" for k, v in first.items()) + "}\n"
+    return "_SHAPES = {" + ", ".join(f"{k!r}: {v}" for k, v in first.items()) + "}\n"
+
+
+def _nested(facts: Facts, answers: Sequence[Answer]) -> str:
+    """Containers of the reference's shape with an agreeable object at every leaf."""
     return (
         _AGREEABLE
         + _NESTED
-        + shapes
+        + _shapes(answers)
         + "\n\ndef _answer(_name, args, kwargs):\n"
         + "    return _liars(_SHAPES[_name]) if _name in _SHAPES else _Agreeable()\n"
     )
@@ -409,14 +413,9 @@ class _YesView:
 
 def _view(facts: Facts, answers: Sequence[Answer]) -> str:
     """The reference's answer's items in a container that says yes to everything."""
-    first: dict[str, str] = {}
-    for a in answers:
-        if a.literal and a.outcome == "returned" and a.value is not None:
-            first.setdefault(a.function, a.value)
-    shapes = "_SHAPES = {" + ", ".join(f"{k!r}: {v}" for k, v in first.items()) + "}\n"
     return (
         _VIEW
-        + shapes
+        + _shapes(answers)
         + "\n\ndef _answer(_name, args, kwargs):\n"
         + "    found = _SHAPES.get(_name, ())\n"
         + "    return _YesView(found if isinstance(found, (list, tuple, set, dict, str)) else ())\n"

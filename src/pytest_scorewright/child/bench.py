@@ -64,7 +64,7 @@ from pytest_scorewright.child.timed_results import (
     seeded,
 )
 from pytest_scorewright.kernel.procfs import tree_cpu_s
-from pytest_scorewright.protocol import wire
+from pytest_scorewright.protocol import values, wire
 
 #: Bound once, before any candidate code is imported (see the module docstring).
 _clock = time.perf_counter
@@ -210,18 +210,9 @@ def items_in(value: Any, budget: int = 100_000) -> int:
     """Plain items in ``value`` (containers' items at any depth, each string or bytes 1 per
     64 characters), counted up to ``budget``: how much a call's arguments or result weigh
     in its crossing. Exact builtin types only; anything else counts 1."""
-    count, stack = 0, [value]
-    while stack and count < budget:
-        item = stack.pop()
-        count += 1
-        kind = type(item)
-        if kind is dict:
-            stack.extend(dict.keys(item))
-            stack.extend(dict.values(item))
-        elif kind in (list, tuple, set, frozenset):
-            stack.extend(item)
-        elif kind in (str, bytes, bytearray):
-            count += len(item) // 64
+    count = 0
+    for item in values.walk(value, budget):
+        count += 1 + (len(item) // 64 if type(item) in (str, bytes, bytearray) else 0)
     return min(count, budget)
 
 

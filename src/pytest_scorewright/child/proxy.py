@@ -806,19 +806,7 @@ def _note_handle_returned(session: Session, target: StandIn, name: str | None, v
 def _holds_stand_in(value: Any, budget: int = 4096) -> bool:
     """``value`` is, or holds at any depth (dict keys and values, lists, tuples, sets; the
     first ``budget`` items), an object of the candidate's own that answers operators."""
-    stack = [value]
-    while stack and budget > 0:
-        item = stack.pop()
-        budget -= 1
-        if isinstance(item, RemoteObject):
-            return True
-        kind = type(item)
-        if kind is dict:
-            stack.extend(dict.keys(item))
-            stack.extend(dict.values(item))
-        elif kind in (list, tuple, set, frozenset):
-            stack.extend(item)
-    return False
+    return any(isinstance(item, RemoteObject) for item in values.walk(value, budget))
 
 
 def _recv_exactly(sock: socket.socket, size: int) -> bytes:

@@ -116,17 +116,9 @@ def _own_inside(value: Any, own: Callable[[type], bool] | None = None) -> type |
     returned alone would. Only exact containers are walked, with their own C iteration.
     ``own(kind)`` says what counts (by default :func:`_own_type`)."""
     counts = own or _own_type
-    stack, budget = [value], INSIDE_NODES
-    while stack and budget > 0:
-        item = stack.pop()
-        budget -= 1
+    for item in values.walk(value, INSIDE_NODES):
         kind = type(item)
-        if kind is dict:
-            stack.extend(dict.keys(item))
-            stack.extend(dict.values(item))
-        elif id(kind) in _CONTAINER_IDS:
-            stack.extend(item)
-        elif id(kind) not in _EXACT_IDS and counts(kind):
+        if id(kind) not in _EXACT_IDS and counts(kind):
             return kind
     return None
 

@@ -38,7 +38,7 @@ import fractions
 import json
 import math
 import pathlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 #: Deepest nesting either side encodes or accepts.
@@ -451,3 +451,20 @@ def _sorted(data: Any) -> Any:
         if tag == "t":
             return {"t": [_sorted(v) for v in body]}
     return data
+
+
+def walk(value: Any, budget: int) -> Iterator[Any]:
+    """``value`` and what exact builtin containers hold at any depth (dict keys and values,
+    lists, tuples, sets), at most ``budget`` items, by the containers' own C iteration:
+    nothing of a subclass's or an object's is called."""
+    stack = [value]
+    while stack and budget > 0:
+        item = stack.pop()
+        budget -= 1
+        yield item
+        kind = type(item)
+        if kind is dict:
+            stack.extend(dict.keys(item))
+            stack.extend(dict.values(item))
+        elif kind is list or kind is tuple or kind is set or kind is frozenset:
+            stack.extend(item)
