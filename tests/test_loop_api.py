@@ -214,3 +214,29 @@ def test_a_link_in_a_candidate_is_never_read_to_tell_identical_content(tmp_path:
         tracemalloc.stop()
     assert peak < 1 << 20, peak
     assert linked_key == plain_key  # links are not what a run copies
+
+
+def test_show_reads_the_jsonl_score_many_writes(tmp_path: Path) -> None:
+    right = tmp_path / "right.py"
+    right.write_text((TASK / "reference" / "solution.py").read_text(encoding="utf-8"))
+    empty = tmp_path / "empty.py"
+    empty.write_text("", encoding="utf-8")
+    lines = tmp_path / "all.jsonl"
+    made = _cli(
+        "score-many", str(right), str(empty), "--tests", str(TASK / "tests"),
+        "--reference", str(TASK / "reference"), "--jsonl", str(lines),
+    )  # fmt: skip
+    assert made.returncode == 0, made.stderr
+    shown = _cli("show", "--failures", str(lines))
+    assert shown.returncode == 0, shown.stderr
+    headers = [line for line in shown.stdout.splitlines() if not line.startswith(" ")]
+    assert sorted(headers) == sorted([f"{lines}:1 ({right}):", f"{lines}:2 ({empty}):"]) or sorted(
+        headers
+    ) == sorted([f"{lines}:1 ({empty}):", f"{lines}:2 ({right}):"])
+    assert "[not_run]" in shown.stdout  # the empty program's failures, per line
+    broken = tmp_path / "broken.jsonl"
+    broken.write_text(lines.read_text() + "{not json\n")
+    refused = _cli("show", str(broken))
+    assert refused.returncode == 2
+    assert f"{broken}:3: not a ScoreResult" in refused.stderr
+    assert "Traceback" not in refused.stderr

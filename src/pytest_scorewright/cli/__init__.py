@@ -165,8 +165,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_verify_parser(sub)
 
-    p = sub.add_parser("show", help="Print the headline numbers of ScoreResult files")
-    p.add_argument("results", nargs="+", metavar="RESULT.json")
+    p = sub.add_parser(
+        "show",
+        help="Print the headline numbers of ScoreResult files (one JSON each, or the JSON "
+        "Lines score-many --jsonl writes)",
+    )
+    p.add_argument("results", nargs="+", metavar="RESULT.json|RESULTS.jsonl")
     p.add_argument("--failures", action="store_true", help="Also list each test that did not pass")
     p.set_defaults(func=commands.cmd_show)
     return parser

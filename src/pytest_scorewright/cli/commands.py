@@ -10,8 +10,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
+from pytest_scorewright._text import clean
 from pytest_scorewright.cli.options import evaluator_from_args, fitness_from_args
-from pytest_scorewright.errors import ConfigError, OutputPathError, ScorewrightError
+from pytest_scorewright.errors import (
+    ConfigError,
+    OutputPathError,
+    ResultFormatError,
+    ScorewrightError,
+)
 from pytest_scorewright.fitness import with_fitness
 from pytest_scorewright.result import ScoreResult, check_writable, write_atomic
 from pytest_scorewright.results.summary import failure_lines, fitness_of, summary_lines
@@ -28,15 +34,36 @@ def cmd_schema(args: argparse.Namespace) -> int:
 
 
 def cmd_show(args: argparse.Namespace) -> int:
-    for path in args.results:
-        result = ScoreResult.read(path)
-        print(f"{path}:")
+    for label, result in (found for path in args.results for found in _results_in(path)):
+        print(f"{label}:")
         for line in summary_lines(result, out=None):
             print(f"  {line}")
         if args.failures:
             for line in failure_lines(result):
                 print(f"  {line}")
     return 0
+
+
+def _results_in(path: str) -> list[tuple[str, ScoreResult]]:
+    """The results in ``path``: one result's JSON (``score --out``, ``score-many --out-dir``)
+    or JSON Lines, one a line (``score-many --jsonl``), each labelled with its line and
+    candidate."""
+    try:
+        return [(path, ScoreResult.read(path))]
+    except ResultFormatError:
+        text = Path(path).read_text(encoding="utf-8")
+        lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
+        if len(lines) < 2:
+            raise
+    found = []
+    for number, line in lines:
+        try:
+            result = ScoreResult.from_json(line)
+        except ResultFormatError as exc:
+            raise ResultFormatError(f"{path}:{number}: {exc}") from None
+        candidate = clean(str(result.extra.get("candidate", "")))[:200]
+        found.append((f"{path}:{number}" + (f" ({candidate})" if candidate else ""), result))
+    return found
 
 
 def cmd_export(args: argparse.Namespace) -> int:
