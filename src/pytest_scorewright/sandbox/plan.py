@@ -590,8 +590,10 @@ def _open_up(ws: Workspace, uid: int) -> None:
         paths.append(Path(dirpath))
         paths += [Path(dirpath) / name for name in filenames]
     for path in paths:
+        if path.is_symlink():
+            continue  # chmod would follow it: what it points to is not ours to open up
         if group >= 0:
             os.chown(path, 0, group, follow_symlinks=False)
-        os.chmod(path, dirs if path.is_dir() and not path.is_symlink() else files)
+        os.chmod(path, dirs if path.is_dir() else files)
     for private in (ws.home, ws.chome):
         os.chmod(private, 0o700)

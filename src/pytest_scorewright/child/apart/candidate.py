@@ -167,7 +167,10 @@ class CandidateServer:
             info["name"] = obj.__name__
         else:
             info["cls"] = self.ref(type(obj))
-            identity = _identity(obj)
+            try:  # a field never set, a property that raises: then no identity, a stand-in
+                identity = _identity(obj)
+            except Exception:
+                identity = None
             if identity is not None:
                 info["id"] = identity
         form["i"] = info
