@@ -137,3 +137,8 @@ def test_scorewright_show_prints_headlines_and_fails_cleanly(tmp_path: Path) -> 
     assert missing.returncode == 2
     assert missing.stderr.startswith("scorewright: error: cannot read")
     assert len(missing.stderr.strip().splitlines()) == 1
+    (tmp_path / "bytes.json").write_bytes(b"\xff\xfe not text")
+    binary = _cli("show", str(tmp_path / "bytes.json"))
+    assert binary.returncode == 2
+    assert binary.stderr.strip().endswith("not UTF-8 text"), binary.stderr
+    assert len(binary.stderr.strip().splitlines()) == 1

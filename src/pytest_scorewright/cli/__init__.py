@@ -153,6 +153,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_audit(sub)
 
+    from pytest_scorewright.cli.verify_command import add_verify_parser
+
+    add_verify_parser(sub)
+
+    _add_show_and_export(sub)
+    return parser
+
+
+def _add_show_and_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``export`` and ``show``: the commands that read a ScoreResult already written."""
     p = sub.add_parser("export", help="Write a ScoreResult in another report format")
     p.add_argument("result", metavar="RESULT.json")
     formats = p.add_mutually_exclusive_group(required=True)
@@ -160,10 +170,6 @@ def build_parser() -> argparse.ArgumentParser:
     formats.add_argument("--junit", action="store_true", help="As JUnit XML (CI systems)")
     p.add_argument("--out", metavar="FILE", help="Write the report here (default: stdout)")
     p.set_defaults(func=commands.cmd_export)
-
-    from pytest_scorewright.cli.verify_command import add_verify_parser
-
-    add_verify_parser(sub)
 
     p = sub.add_parser(
         "show",
@@ -173,7 +179,6 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("results", nargs="+", metavar="RESULT.json|RESULTS.jsonl")
     p.add_argument("--failures", action="store_true", help="Also list each test that did not pass")
     p.set_defaults(func=commands.cmd_show)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

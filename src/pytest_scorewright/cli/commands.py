@@ -49,12 +49,16 @@ def _results_in(path: str) -> list[tuple[str, ScoreResult]]:
     or JSON Lines, one a line (``score-many --jsonl``), each labelled with its line and
     candidate."""
     try:
-        return [(path, ScoreResult.read(path))]
-    except ResultFormatError:
         text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        reason = exc.strerror if isinstance(exc, OSError) else "not UTF-8 text"
+        raise ResultFormatError(f"cannot read {path!r}: {reason}") from None
+    try:
+        return [(path, ScoreResult.from_json(text))]
+    except ResultFormatError as exc:
         lines = [(n, line) for n, line in enumerate(text.splitlines(), 1) if line.strip()]
         if len(lines) < 2:
-            raise
+            raise ResultFormatError(f"{path}: {exc}") from None
     found = []
     for number, line in lines:
         try:
