@@ -15,9 +15,10 @@ What it checks, per candidate (the exit status is 1 when any fails):
 * per-test outcomes equal to plain pytest's, but for at most ``--tolerance`` tests (1:
   timing-sensitive tests); a test the reference skips or xfails is ``not_applicable``, and
   is compared by what this run did (its message, ``this run: <outcome>``);
-* a hang is cut: the hanging tests are ``timeout``; the run goes on after one, and stops
-  after ``MAX_TIMEOUTS`` (2: a hung candidate costs seconds, not the budget), the tests left
-  ``not_run`` with the reason and not compared with plain pytest (which runs them).
+* a hang is cut: the hanging tests are ``timeout``, each under its own limits (from the
+  reference's time for it), and the run goes on; a run stops only after ``MAX_TIMEOUTS``
+  timeouts with no test passed, the tests left ``not_run`` with the reason and not compared
+  with plain pytest (which runs them).
 
 Usage::
 
@@ -399,11 +400,18 @@ class Checked:
     problems: list[str] = field(default_factory=list)
 
 
-def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]:
+def check_library(
+    layout: Layout, workers: int, tolerance: int, *, as_shipped: bool = False
+) -> list[Checked]:
+    """``as_shipped``: scorewright's own limits (each test's from the reference) and its
+    handling of a flaky reference test, not the library's tuned limit and repeats."""
     lib = layout.library
     limits = Limits(
-        timeout_s=lib.budget_s, test_timeout_s=lib.test_timeout_s, processes=lib.processes
+        timeout_s=lib.budget_s,
+        test_timeout_s=None if as_shipped else lib.test_timeout_s,
+        processes=lib.processes,
     )
+    extra = {k: v for k, v in lib.extra.items() if not (as_shipped and k == "reference_repeats")}
     started = time.monotonic()
     with Evaluator(
         layout.visible / "tests",
@@ -412,7 +420,7 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
         module=list(lib.packages),
         limits=limits,
         reference_baseline=lib.baseline,
-        **lib.extra,
+        **extra,
     ) as ev:
         built = time.monotonic() - started
         apart = "apart (process)" if ev.isolated else f"in process: {ev.isolation_why}"
@@ -427,8 +435,8 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
     for name in names:
         result, at = results[name]
         junit, summary = plain_pytest(layout, layout.candidates[name])
-        # By design, a run stops after MAX_TIMEOUTS timeouts: the tests left say nothing of
-        # the candidate, and are not compared.
+        # By design, a run stops after MAX_TIMEOUTS timeouts with none passed: the tests
+        # left say nothing of the candidate, and are not compared.
         stopped = _stopped_after_timeouts(result)
         disagreements = compare(result, junit, skip_not_run=stopped)
         counts = Counter(r.outcome for r in result.tests)
@@ -463,7 +471,7 @@ def check_library(layout: Layout, workers: int, tolerance: int) -> list[Checked]
 
 
 def _stopped_after_timeouts(result: ScoreResult) -> bool:
-    """The run stopped after ``wire.MAX_TIMEOUTS`` tests timed out (issue 26's rule: a hung
+    """The run stopped after ``wire.MAX_TIMEOUTS`` tests timed out and none passed (a hung
     candidate costs seconds, the tests left ``not_run`` with the reason)."""
     timeouts = sum(r.outcome == "timeout" for r in result.tests)
     return timeouts >= MAX_TIMEOUTS and any(
@@ -507,6 +515,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--workers", type=int, default=2, help="candidates at once (2)")
     parser.add_argument("--tolerance", type=int, default=1, help="disagreements allowed (1)")
     parser.add_argument("--json", type=Path, help="write every row here")
+    parser.add_argument(
+        "--as-shipped",
+        action="store_true",
+        help="scorewright's default limits (each test's own, from the reference) and flaky "
+        "handling, instead of each library's tuned --test-timeout and reference repeats",
+    )
     args = parser.parse_args(argv)
     chosen = [lib for lib in LIBRARIES if not args.only or lib.dist in args.only]
     if not chosen:
@@ -519,7 +533,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             for lib in chosen:
                 layout = lay_out(lib, cache, Path(tmp))
                 try:
-                    rows += check_library(layout, args.workers, args.tolerance)
+                    rows += check_library(
+                        layout, args.workers, args.tolerance, as_shipped=args.as_shipped
+                    )
                 except ScorewrightError as exc:  # refused: the check fails, the others go on
                     print(f"  refused: {exc}", flush=True)
                     rows.append(refused(lib, str(exc)))

@@ -272,3 +272,43 @@ def test_adapters_neither_list_nor_count_not_applicable_tests() -> None:
     assert summary_lines(result, out=None)[0] == (
         "scorewright: 2/3 passed (66.7%), held-out 1/1 (100.0%), 2 not applicable, divergence -0.50"
     )
+
+
+@pytest.mark.sandbox
+def test_a_test_that_fails_once_in_the_reference_is_set_aside_as_flaky(tmp_path: Path) -> None:
+    # A timing-sensitive test: it fails in a run that starts before UNTIL (the reference's
+    # first run, which waits for it), and passes in any later run. The reference is run again
+    # before anything is refused; the test is then not applicable, named as flaky.
+    suite = textwrap.dedent(SUITE) + textwrap.dedent(
+        """
+        def test_timing_sensitive():
+            import os, time
+            until = float(os.environ["UNTIL"])
+            if time.time() < until:
+                time.sleep(until - time.time())
+                raise AssertionError("too early")
+        """
+    )
+    tests = _task(tmp_path, suite)
+    env = {"UNTIL": str(__import__("time").time() + 6)}
+    with Evaluator(tests, reference=tmp_path / "reference.py", env=env) as ev:
+        result = ev.score(tmp_path / "reference.py")
+    flaky = next(t for t in result.tests if t.nodeid.endswith("test_timing_sensitive"))
+    assert flaky.outcome == "not_applicable", flaky
+    assert (flaky.message or "").startswith("not applicable: the reference is flaky in it"), flaky
+    assert "failed 1, passed 2" in (flaky.message or "")
+    assert result.signal("pass_rate") == 1.0
+    lines = summary_lines(result, None)
+    assert any(
+        "set aside, flaky in the reference: tests/test_add.py::test_timing_sensitive" in line
+        for line in lines
+    ), lines
+
+
+@pytest.mark.sandbox
+def test_a_test_the_reference_fails_every_time_still_refuses_the_suite(tmp_path: Path) -> None:
+    tests = _task(
+        tmp_path, textwrap.dedent(SUITE) + "\ndef test_wrong():\n    assert add(1, 1) == 3\n"
+    )
+    with pytest.raises(ConfigError, match="reference does not pass its own visible tests"):
+        Evaluator(tests, reference=tmp_path / "reference.py").prepare()

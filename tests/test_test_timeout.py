@@ -12,7 +12,7 @@ import pytest
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.limits import Limits
+from pytest_scorewright.limits import Limits, rounded_up
 from pytest_scorewright.result import ScoreResult
 
 SUITE = """
@@ -130,21 +130,63 @@ def test_the_budget_still_bounds_a_candidate_that_outlives_the_per_test_limit(
 
 
 @pytest.mark.sandbox
-def test_a_candidate_whose_every_test_hangs_costs_two_per_test_limits(tmp_path: Path) -> None:
-    # The default per-test limit follows the reference (ten times its slowest test, at least
-    # a second), and the run stops after two timeouts: the tests left say why.
+@pytest.mark.parametrize("source", [SPINNING, SLEEPING], ids=["spinning", "sleeping"])
+def test_a_candidate_that_hangs_more_than_it_works_is_scored_on_every_test_quickly(
+    tmp_path: Path, source: str
+) -> None:
+    # Each test's limits follow the reference (ten times its time for that test, at least a
+    # second of wall time and half a second of CPU); after two timeouts outnumbering the
+    # passes, the later tests get the short limits: every test is scored, whatever the order.
     tests, reference = _task(tmp_path)
+    (tests / "test_work.py").write_text(
+        textwrap.dedent(SUITE).replace("work(1) == 2", "work(-1) == 0"), encoding="utf-8"
+    )
     candidate = tmp_path / "candidate.py"
-    candidate.write_text("def work(x):\n    while True:\n        pass\n", encoding="utf-8")
+    candidate.write_text(source, encoding="utf-8")
     with Evaluator(tests, reference=reference) as ev:
         assert ev.limits.test_seconds == 1.0
         result = ev.score(candidate)
     assert result.error is None, result.error  # a hang is the tests' failure, not the run's
-    records = list(result.tests)
-    assert [r.outcome for r in records] == ["timeout", "timeout", "not_run", "not_run"]
-    assert "stopped after 2 tests timed out" in (records[-1].message or "")
+    assert _outcomes(result) == {
+        "test_before": "timeout",
+        "test_hangs_in_candidate_code": "timeout",
+        "test_after": "passed",
+        "test_method": "passed",
+    }
     assert result.limits is not None
     assert result.limits["test_timeout_s"] == 1.0
+    assert result.limits["per_test"] == {"wall_s": 1.0, "cpu_s": 0.5, "own": {}}
+    first = next(t for t in result.tests if t.nodeid.endswith("test_before"))
+    # A spin meets its CPU limit first on a quiet machine, its wall limit on a busy one.
+    limits = ("(>0.5s of CPU)", "(>1.0s)") if source == SPINNING else ("(>1.0s)",)
+    assert any(limit in (first.message or "") for limit in limits), first.message
+
+
+@pytest.mark.sandbox
+def test_a_spin_is_cut_by_its_cpu_limit_however_long_its_wall_limit(tmp_path: Path) -> None:
+    # The reference's test waits (0.3 s of wall time, almost no CPU): its wall limit is 5 s,
+    # its CPU limit the floor, 0.5 s. A candidate that spins there is cut by the CPU limit,
+    # on a busy machine too, long before its wall limit.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_wait.py").write_text(
+        "from solution import work\n\ndef test_waits():\n    assert work() == 1\n",
+        encoding="utf-8",
+    )
+    reference = tmp_path / "reference.py"
+    reference.write_text("import time\n\ndef work():\n    time.sleep(0.3)\n    return 1\n")
+    candidate = tmp_path / "spins.py"
+    candidate.write_text("def work():\n    while True:\n        pass\n", encoding="utf-8")
+    with Evaluator(tests, reference=reference) as ev:
+        per_test = ev.limits.per_test
+        result = ev.score(candidate)
+    assert per_test is not None
+    assert per_test.own == (("visible", "tests/test_wait.py::test_waits", 5.0, 0.5),)
+    (record,) = result.tests
+    assert record.outcome == "timeout"
+    assert "(>0.5s of CPU) from scorewright's per-test limit" in (record.message or "")
+    assert record.cpu_s is not None
+    assert record.cpu_s >= 0.5
 
 
 @pytest.mark.sandbox
@@ -251,3 +293,65 @@ def test_a_candidate_that_hangs_on_a_few_inputs_is_scored_test_for_test_as_plain
     assert outcomes.count("timeout") == 2, outcomes
     assert outcomes.count("passed") == 6, outcomes
     assert result.signal("pass_rate") == 0.75
+
+
+@pytest.mark.sandbox
+def test_a_candidate_whose_first_tests_hang_gets_every_later_test_scored(tmp_path: Path) -> None:
+    # The order of the tests does not decide the verdict: the two that hang come first, and
+    # every later one is still run (under the short limits) and passes.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_many.py").write_text(
+        "import pytest\nfrom solution import work\n\n\n"
+        "@pytest.mark.parametrize('x', range(8))\n"
+        "def test_work(x):\n    assert work(x) == 2 * x\n",
+        encoding="utf-8",
+    )
+    reference = tmp_path / "reference.py"
+    reference.write_text("def work(x):\n    return 2 * x\n", encoding="utf-8")
+    candidate = tmp_path / "hangs_first.py"
+    candidate.write_text(
+        "def work(x):\n    while x in (0, 1):\n        pass\n    return 2 * x\n", encoding="utf-8"
+    )
+    with Evaluator(tests, reference=reference) as ev:
+        result = ev.score(candidate)
+    outcomes = [t.outcome for t in result.tests]
+    assert outcomes == ["timeout"] * 2 + ["passed"] * 6, outcomes
+    assert result.signal("pass_rate") == 0.75
+
+
+@pytest.mark.sandbox
+def test_a_slow_reference_test_gets_its_own_limit_and_is_never_refused(tmp_path: Path) -> None:
+    # Budget 8 s: without a reference, each test would get 2 s; the reference's slow test
+    # (about 2.5 s) runs under the budget and then has a limit of its own.
+    tests, _ = _task(tmp_path)
+    slow = tmp_path / "slow.py"
+    slow.write_text(
+        "import time\n\ndef work(x):\n    time.sleep(2.5 if x < 0 else 0)\n"
+        "    return 2 * x if x >= 0 else 0\n",
+        encoding="utf-8",
+    )
+    with Evaluator(tests, reference=slow, limits=Limits(timeout_s=8)) as ev:
+        result = ev.score(slow)
+        per_test = ev.limits.per_test
+    assert per_test is not None
+    assert per_test.own == (
+        ("visible", "tests/test_work.py::test_hangs_in_candidate_code", 8.0, 0.5),
+    ), per_test.own
+    assert result.signal("pass_rate") == 1.0
+
+
+def test_limits_are_rounded_up_to_coarse_steps() -> None:
+    assert [rounded_up(s) for s in (0.3, 0.5, 0.51, 1.0, 1.2, 4.4, 7.19, 7.8, 10.0, 11.8)] == [
+        0.5, 0.5, 1.0, 1.0, 2.0, 5.0, 10.0, 10.0, 10.0, 20.0,
+    ]  # fmt: skip
+    # Each test's own limits from the reference's times; the quick ones keep the floors.
+    limits = Limits().calibrated(
+        {("visible", "a"): (0.001, None), ("visible", "b"): (0.7, 0.6), ("held", "c"): (11.8, 11)}
+    )
+    assert limits.test_seconds == 1.0
+    assert limits.per_test is not None
+    assert limits.per_test.own == (("held", "c", 45.0, 200.0), ("visible", "b", 10.0, 10.0))
+    assert limits.per_test.for_suite("visible") == {"b": (10.0, 10.0)}
+    # A caller's own per-test limit stays as it is.
+    assert Limits(test_timeout_s=3).calibrated({("visible", "b"): (0.7, 0.6)}).per_test is None

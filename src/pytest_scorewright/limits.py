@@ -3,23 +3,74 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
 
-#: Longest default per-test limit: real suites' slowest tests (property-based, numeric) take
-#: a few seconds; a hang is cut here.
+#: Longest default per-test limit without a reference to calibrate it: real suites' slowest
+#: tests (property-based, numeric) take a few seconds; a hang is cut here.
 TEST_TIMEOUT_MAX_S = 10.0
-#: The per-test limit a reference calibrates (Limits.calibrated): this many times its slowest
-#: test, at least TEST_TIMEOUT_FLOOR_S, so that a loaded machine does not turn an honest slow
-#: test into a timeout, and a hang costs about a second a test, not ten.
+#: Each test's own limits (Limits.calibrated): this many times what *that* test took with the
+#: reference, its wall time and its CPU time (the test process's and the candidate's
+#: process tree's), so that a loaded machine or an honestly slower program does not turn an
+#: honest test into a timeout.
 TEST_TIMEOUT_FACTOR = 10.0
+#: ... at least this wall time: a hang in a sleep, a lock or a read costs about a second.
 TEST_TIMEOUT_FLOOR_S = 1.0
+#: ... and at least this CPU time: a hang that spins (the usual kind) is cut after half a
+#: second of CPU, which a loaded machine does not stretch as it stretches wall time (a
+#: lazy import of a heavy library in a test's first call stays well under it).
+TEST_CPU_FLOOR_S = 0.5
+#: Once a run has seen HANG_EVIDENCE timeouts, more than passes (protocol/wire.py), each later
+#: test gets at most these: a candidate that hangs more than it works is still scored on every
+#: test, each in a fraction of a second (a quick test's reference time is milliseconds).
+SHORT_WALL_S = 0.2
+SHORT_CPU_S = 0.1
+#: Limits are rounded up to one of these steps (times a power of ten): a task's limits come
+#: out the same from one preparation to the next although the reference's times vary.
+_STEPS = (1.0, 2.0, 5.0, 10.0)
 #: Least address space accepted. A run is forked with the interpreter already mapped, so a
 #: trivial suite passes even at 1 MiB (measured), but any real work's first allocations fail
 #: below a few tens of MiB: a value under this is a slip (5 for 5000), refused at setup.
 MEMORY_MIN_MB = 64
+
+
+def rounded_up(seconds: float) -> float:
+    """``seconds`` rounded up to the next step of 1, 2, 5 times a power of ten (0.5, 1, 2,
+    5, 10, 20...): the coarse steps make a limit measured on a busy machine and on a quiet
+    one the same."""
+    if seconds <= 0:
+        return 0.0
+    power = 10.0 ** math.floor(math.log10(seconds))
+    step = next(step for step in _STEPS if seconds <= step * power * (1 + 1e-9))
+    return round(step * power, 6)
+
+
+@dataclass(frozen=True)
+class TestLimits:
+    """Each test's own limits, from what it took with the reference (Limits.calibrated).
+
+    ``wall_s`` and ``cpu_s`` hold for every test not in ``own``; ``own`` lists the slower
+    ones as ``(suite, node id, wall seconds, CPU seconds)``. A CPU limit of None means none.
+    """
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    wall_s: float
+    cpu_s: float | None
+    own: tuple[tuple[str, str, float, float | None], ...] = ()
+
+    def for_suite(self, suite: str) -> dict[str, tuple[float, float | None]]:
+        """Node id -> (wall, CPU) of the tests of ``suite`` that have limits of their own."""
+        return {nodeid: (wall, cpu) for name, nodeid, wall, cpu in self.own if name == suite}
+
+    def as_dict(self) -> dict[str, Any]:
+        own: dict[str, dict[str, list[float | None]]] = {}
+        for suite, nodeid, wall, cpu in self.own:
+            own.setdefault(suite, {})[nodeid] = [wall, cpu]
+        return {"wall_s": self.wall_s, "cpu_s": self.cpu_s, "own": own}
 
 
 @dataclass(frozen=True)
@@ -65,6 +116,8 @@ class Limits:
     #: a candidate may still widen its own affinity. False lets the kernel spread them (a
     #: candidate that computes in parallel, a suite that starts worker processes).
     one_cpu: bool = True
+    #: Set by calibration (:meth:`calibrated`), not by callers: each test's own limits.
+    per_test: TestLimits | None = None
 
     def __post_init__(self) -> None:
         for name in ("timeout_s", "memory_mb", "open_files", "file_size_mb", "processes"):
@@ -108,17 +161,33 @@ class Limits:
             return float(self.test_timeout_s)
         return round(min(TEST_TIMEOUT_MAX_S, self.timeout_s / 4), 3)
 
-    def calibrated(self, slowest_test_s: float | None) -> Limits:
-        """These limits with the per-test limit set from the reference's slowest test (its
-        parent-measured time), where the caller set none: :data:`TEST_TIMEOUT_FACTOR` times
-        it, at least :data:`TEST_TIMEOUT_FLOOR_S`, never more than the default."""
-        if self.test_timeout_s is not None or slowest_test_s is None:
+    def calibrated(
+        self, times: Mapping[tuple[str, str], tuple[float | None, float | None]]
+    ) -> Limits:
+        """These limits with each test's own, where the caller set no per-test limit:
+        ``times`` maps (suite, node id) to the reference's wall and CPU seconds for that test
+        (None where not measured). A test's limits are :data:`TEST_TIMEOUT_FACTOR` times its
+        times, at least the floors, rounded up (:func:`rounded_up`); no cap but the budget.
+        ``test_timeout_s`` becomes the wall floor, the limit of every quick test."""
+        if self.test_timeout_s is not None or not times:
             return self
-        seconds = max(TEST_TIMEOUT_FLOOR_S, TEST_TIMEOUT_FACTOR * slowest_test_s)
-        return replace(self, test_timeout_s=round(min(seconds, self.test_seconds), 3))
+        floor_wall, floor_cpu = TEST_TIMEOUT_FLOOR_S, TEST_CPU_FLOOR_S
+        own = []
+        for (suite, nodeid), (wall, cpu) in sorted(times.items()):
+            mine_wall = rounded_up(max(floor_wall, TEST_TIMEOUT_FACTOR * (wall or 0.0)))
+            mine_cpu = rounded_up(max(floor_cpu, TEST_TIMEOUT_FACTOR * (cpu or 0.0)))
+            mine_wall = min(mine_wall, self.timeout_s)
+            if (mine_wall, mine_cpu) != (floor_wall, floor_cpu):
+                own.append((suite, nodeid, mine_wall, mine_cpu))
+        return replace(
+            self,
+            test_timeout_s=floor_wall,
+            per_test=TestLimits(floor_wall, floor_cpu, tuple(own)),
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["cpu_s"] = self.cpu_seconds
         data["test_timeout_s"] = self.test_seconds
+        data["per_test"] = self.per_test.as_dict() if self.per_test is not None else None
         return data

@@ -39,6 +39,7 @@ from pytest_scorewright.errors import OutputPathError, ResultFormatError
 #    + objectives: each objective's value from submitted values, or why it has none
 # 3: a rejected result's signals include what its runs measured, credit aside: as_run_*
 #    (tests_passed, pass_rate, visible_pass_rate, heldout_pass_rate, heldout_divergence)
+#    + tests[].cpu_s: the test's CPU seconds; limits.per_test: each test's own limits
 SCHEMA_VERSION = 3
 #: Versions this code reads (fields a version lacks take their defaults).
 READABLE_VERSIONS = (1, 2, 3)
@@ -123,6 +124,10 @@ class TestRecord:
     reference_outcome: Outcome | None = None
     #: The benchmark fixture's figures, when the test used it.
     benchmark: Benchmark | None = None
+    #: CPU seconds the test took (setup, call, teardown): the test process's and the
+    #: candidate's process tree's, as the run's child measured them; None for a quick test
+    #: (under a few hundredths of a second) or where they could not be read.
+    cpu_s: float | None = None
 
     @property
     def passed(self) -> bool:
@@ -348,6 +353,8 @@ def _test_to_dict(t: TestRecord) -> dict[str, Any]:
     d["credited"] = t.credited
     if t.reference_outcome is not None:
         d["reference_outcome"] = t.reference_outcome
+    if t.cpu_s is not None:
+        d["cpu_s"] = t.cpu_s
     if t.benchmark is not None:
         b = t.benchmark
         d["benchmark"] = {
@@ -463,6 +470,7 @@ def _from_dict(d: Mapping[str, Any]) -> ScoreResult:
                 else None
             ),
             benchmark=_benchmark_from(t.get("benchmark")),
+            cpu_s=None if t.get("cpu_s") is None else _number(t["cpu_s"], "cpu_s"),
         )
         for t in _expect(d["tests"], list, "tests")
     )

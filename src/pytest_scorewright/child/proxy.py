@@ -35,6 +35,7 @@ import importlib.util
 import itertools
 import os
 import re
+import signal
 import socket
 import sys
 import threading
@@ -116,6 +117,9 @@ class Session:
         self.trusted_item: float | None = None
         #: Where the candidate was when a test last timed out in a call to it.
         self.stuck_at: str | None = None
+        #: The pid of the candidate's process, read as it starts: the test clock's watcher
+        #: reads it without taking the lock a call holds (child/test_clock.py).
+        self.pid: int | None = None
         #: :data:`NULL_CALL`'s stand-in, reached by its path in every incarnation.
         self.null_function = RemoteFunction(Ref(self, 0, -1, NULL_CALL), NULL_CALL[1], NULL_CALL[1])
 
@@ -131,8 +135,9 @@ class Session:
                 f"the candidate's process ended {self.incarnation} times; not restarted again"
             )
         try:
-            self.spawner.sendall(b"s")
-            _, fds, _, _ = socket.recv_fds(self.spawner, 1, 1)
+            with _uninterrupted():
+                self.spawner.sendall(b"s")
+                _, fds, _, _ = socket.recv_fds(self.spawner, 1, 1)
         except OSError as exc:
             raise CandidateUnavailable(f"no candidate process could be started: {exc}") from None
         if not fds:
@@ -147,6 +152,7 @@ class Session:
             on_reply=_rewarn_from(self),
             on_finding=self._relay,
         )
+        self.pid = self.candidate_pid()
         self.trusted_trip = self.trusted_item = None
         trips = [self.null_call() for _ in range(CALIBRATION_TRIPS)]
         timed = [t for t in trips if t is not None]
@@ -215,8 +221,9 @@ class Session:
             if self.endpoint is None or self.endpoint.closed is not None:
                 return None
             try:
-                self.spawner.sendall(b"p")
-                pid = int.from_bytes(_recv_exactly(self.spawner, 4), "big")
+                with _uninterrupted():
+                    self.spawner.sendall(b"p")
+                    pid = int.from_bytes(_recv_exactly(self.spawner, 4), "big")
             except (OSError, ValueError):
                 return None
             return pid or None
@@ -244,9 +251,10 @@ class Session:
         """The candidate's own innermost frame, as ``file:line in function``, asked of the
         spawner (which has the candidate's process write its stack); None if it cannot say."""
         try:
-            self.spawner.sendall(b"w")
-            size = int.from_bytes(_recv_exactly(self.spawner, 2), "big")
-            dump = _recv_exactly(self.spawner, size).decode("utf-8", "replace")
+            with _uninterrupted():
+                self.spawner.sendall(b"w")
+                size = int.from_bytes(_recv_exactly(self.spawner, 2), "big")
+                dump = _recv_exactly(self.spawner, size).decode("utf-8", "replace")
         except (OSError, ValueError):
             return None
         return innermost_candidate_frame(dump)
@@ -256,8 +264,9 @@ class Session:
         (a signal: SIGSEGV, a limit) is an honest failure; an exit is os._exit or the like,
         the exit-with-success trick of a test process, which wins nothing here either."""
         try:
-            self.spawner.sendall(b"?")
-            how = self.spawner.recv(60).decode("ascii", "replace").strip()
+            with _uninterrupted():
+                self.spawner.sendall(b"?")
+                how = self.spawner.recv(60).decode("ascii", "replace").strip()
         except OSError:
             return
         if how.startswith("exit") or how == "alive":
@@ -1135,6 +1144,31 @@ def source_file(name: str, locations: Sequence[str]) -> str | None:
             if os.path.isfile(path):
                 return path
     return None
+
+
+@contextlib.contextmanager
+def _uninterrupted() -> Iterator[None]:
+    """The per-test limits' signals held back (SIGALRM, pytest-timeout's; SIGPROF, the test
+    clock's) while the test process talks with the spawner: a timeout raised between a
+    question and its answer would leave the answer to be read as the next one's, and every
+    later candidate process unreachable. A signal that comes meanwhile is handed to its own
+    handler as the exchange ends (a mask would not do: the kernel hands a process's signal to
+    another thread, and Python runs the handler in this one all the same)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    held = (signal.SIGALRM, signal.SIGPROF)
+    came: list[tuple[int, types.FrameType | None]] = []
+    before = {n: signal.signal(n, lambda n, frame: came.append((n, frame))) for n in held}
+    try:
+        yield
+    finally:
+        for number, handler in before.items():
+            signal.signal(number, handler)
+        for signum, frame in came:
+            handler = before[signal.Signals(signum)]
+            if callable(handler):
+                handler(signum, frame)
 
 
 def install(

@@ -21,6 +21,7 @@ from pytest_scorewright._text import bound_message
 from pytest_scorewright.child import recheck
 from pytest_scorewright.child.anchors import ANCHOR_SINK
 from pytest_scorewright.child.monitor import CANARY_EVENT, Monitor, skipped_by_candidate
+from pytest_scorewright.child.test_clock import TestClock
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.phases import reduce_report
@@ -42,9 +43,12 @@ class ChildReporter:
         fd: int,
         monitor: Monitor | None = None,
         coverage: Callable[[], tuple[list[str], list[str]]] | None = None,
+        clock: TestClock | None = None,
     ) -> None:
         self.fd = fd
         self.monitor = monitor
+        #: Each test's own limits, and its CPU time (child/test_clock.py).
+        self.clock = clock
         #: With coverage: the candidate's files that ran, and each one's lines.
         self.coverage = coverage
         self.plugins_before: set[int] = set()
@@ -60,6 +64,19 @@ class ChildReporter:
         fd = self.fd
         config.stash[ANCHOR_SINK] = lambda message: send(fd, message)
         recheck.attach(fd, self.monitor)
+        if self.clock is not None:
+            self.clock.install()
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_protocol(self, item: pytest.Item) -> Generator[None, object, object]:
+        # tryfirst: outside pytest-timeout's wrapper, which reads the test's marker.
+        if self.clock is None:
+            return (yield)
+        self.clock.apply(item)
+        try:
+            return (yield)
+        finally:
+            self.clock.stop()
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:
@@ -159,6 +176,8 @@ class ChildReporter:
             _audit(CANARY_EVENT, report.nodeid)
             recheck.new_test()
         reduced = reduce_report(report)
+        if report.when == "teardown" and self.clock is not None and not reduced.subtest:
+            reduced = dataclasses.replace(reduced, cpu=self.clock.spent())
         stuck = self.stuck.pop(report.nodeid, None) if report.when == "call" else None
         if reduced.timed_out and stuck:
             message = f"{reduced.message} (the candidate was at {stuck})"
@@ -170,16 +189,15 @@ class ChildReporter:
             self.passed += 1
         elif reduced.timed_out:
             self.timeouts += 1
-            # A candidate that hangs more than it works stops here, as -x does (exit status 1,
-            # tests failed): the parent marks the tests left not_run and says why. One that
-            # hangs on a few inputs of a suite it mostly passes goes on, as plain pytest with
-            # the same per-test limit would, and is scored test for test as it would be.
-            if (
-                self.timeouts >= wire.MAX_TIMEOUTS
-                and self.timeouts > self.passed
-                and self.session is not None
-            ):
+            # A candidate hung on every input it was given stops here, as -x does (exit
+            # status 1, tests failed): the parent marks the tests left not_run and says why.
+            if self.timeouts >= wire.MAX_TIMEOUTS and not self.passed and self.session:
                 self.session.shouldfail = f"{self.timeouts} tests timed out"
+        if report.when == "teardown" and self.clock is not None:
+            # One that hangs more than it works is scored on every test all the same, each
+            # under the short limits: whatever the order of its tests, each gets the outcome
+            # it has alone, in a fraction of a second if it hangs.
+            self.clock.short = self.timeouts >= wire.HANG_EVIDENCE and self.timeouts > self.passed
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         text = str(getattr(excinfo.value, "msg", "") or excinfo.value)

@@ -12,7 +12,7 @@ import functools
 import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 import pytest
@@ -24,6 +24,7 @@ from pytest_scorewright.child.imports import prefer_candidate
 from pytest_scorewright.child.monitor import Monitor, arm
 from pytest_scorewright.child.reporter import EXIT_OK, ChildReporter, flush_std_streams
 from pytest_scorewright.child.resume import adopt, load_initial_conftests, resume
+from pytest_scorewright.child.test_clock import Limit, TestClock
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.wire import MonitorPaths
@@ -49,6 +50,7 @@ def run_pytest(
     candidate_modules: Sequence[str] = (),
     coverage: bool = False,
     round_key: str = "",
+    test_limits: tuple[Mapping[str, Limit], Limit | None] = ({}, None),
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
 
@@ -63,6 +65,7 @@ def run_pytest(
     its directories), answered by proxies even where a copy is installed here. ``coverage``:
     the lines of the candidate's files that run are measured where its code runs.
     ``round_key`` keys the seeds of fresh-argument benchmark rounds (timed_results.py).
+    ``test_limits``: the tests' own (wall, CPU) limits and the others' (test_clock.py).
     """
     code = EXIT_CHILD_ERROR
     try:
@@ -85,12 +88,14 @@ def run_pytest(
             monitor = arm(
                 fd, watch.candidate_dir, watch.tests_dir, watch.writable, test_process_identities()
             )
+        clock = TestClock(test_limits[0], test_limits[1], _no_pid)
         if proxy is not None:
             session = _proxies(proxy, monitor, candidate_modules)
             covered = session.coverage if coverage else None
+            clock.candidate_pid = functools.partial(getattr, session, "pid")
         if measuring is not None and watch is not None:
             covered = functools.partial(coverage_probe.executed, measuring, watch.candidate_dir)
-        reporter = ChildReporter(fd, monitor, covered)
+        reporter = ChildReporter(fd, monitor, covered, clock)
         if prepared is None:
             pytest.main(list(args), plugins=[reporter, *loaded])
         else:
@@ -109,6 +114,10 @@ def run_pytest(
             send(fd, {"type": wire.CHILD_ERROR, "reason": bound_message(_describe(exc))})
     finally:
         os._exit(code)
+
+
+def _no_pid() -> int | None:
+    return None
 
 
 def _proxies(

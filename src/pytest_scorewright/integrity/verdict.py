@@ -650,6 +650,7 @@ def _consider_report(ev: _Evidence, arrived: float, message: dict[str, Any]) -> 
             wasxfail=rep.wasxfail,
             subtest=rep.subtest,
             heldout=ev.expected[rep.nodeid],  # the trusted collection decides, not the child
+            cpu=rep.cpu,
         )
     )
 
@@ -668,6 +669,7 @@ def _parse_report(m: dict[str, Any]) -> PhaseReport | None:
         message=bound_message(m.get("message", "")),
         wasxfail=m.get("wasxfail", False),
         subtest=m.get("subtest", False),
+        cpu=cpu if isinstance(cpu := m.get("cpu"), float) and 0 <= cpu < math.inf else None,
     )
 
 
@@ -751,13 +753,13 @@ def _signal_name(number: int) -> str:
 
 
 def _say_why_not_run(records: list[TestRecord]) -> list[TestRecord]:
-    """After wire.MAX_TIMEOUTS timeouts, more than tests passed, the run stops
+    """After wire.MAX_TIMEOUTS timeouts and no test passed, the run stops
     (child/reporter.py): the tests it left say so, so a hang reads as one, not as a crash."""
     timeouts = sum(r.outcome == "timeout" for r in records)
-    if timeouts < wire.MAX_TIMEOUTS:
+    if timeouts < wire.MAX_TIMEOUTS or any(r.outcome == "passed" for r in records):
         return records
     why = (
-        f"not run: the run stopped after {timeouts} tests timed out, more than passed "
+        f"not run: the run stopped after {timeouts} tests timed out and none passed "
         "(a hang costs seconds)"
     )
     return [
@@ -778,4 +780,5 @@ def _with_parent_duration(
         message=record.message,
         subtests=record.subtests,
         benchmark=benchmark,
+        cpu_s=record.cpu_s,
     )

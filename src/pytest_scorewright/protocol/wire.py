@@ -140,6 +140,10 @@ class SandboxSpec:
     #: Evaluator, so that the reference's rounds and each candidate's get the same arguments,
     #: which no candidate can work out in advance.
     round_key: str = ""
+    #: Each test's own (wall, CPU) limits by node id, and every other test's (None: only
+    #: the command line's wall limit, no CPU limit); child/test_clock.py.
+    test_limits: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
+    test_limit: tuple[float, float | None] | None = None
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -149,13 +153,17 @@ def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
 def _plan_from_wire(data: dict[str, Any]) -> WorkerPlan:
     worker = dict(data)
     policy = worker["landlock_policy"]
-    worker["limits"] = Limits(**worker["limits"])
+    worker["limits"] = Limits(**{**worker["limits"], "per_test": None})
     worker["landlock_policy"] = (
         Policy(tuple(policy["readable"]), tuple(policy["writable"]), policy["deny_tcp"])
         if policy
         else None
     )
     return WorkerPlan(**worker)
+
+
+def _limit_pair(data: Any) -> tuple[float, float | None] | None:
+    return (data[0], data[1]) if data else None
 
 
 def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
@@ -192,6 +200,8 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         cpu=data.get("cpu"),
         coverage=data.get("coverage", False),
         round_key=data.get("round_key", ""),
+        test_limits={k: (v[0], v[1]) for k, v in data.get("test_limits", {}).items()},
+        test_limit=_limit_pair(data.get("test_limit")),
     )
 
 
@@ -245,11 +255,16 @@ class PhaseReport:
     wasxfail: bool = False
     subtest: bool = False
     heldout: bool = False
+    #: On a teardown report: the CPU seconds of the whole test (child/test_clock.py).
+    cpu: float | None = None
 
     @property
     def timed_out(self) -> bool:
-        # pytest-timeout fails a test with "Timeout (>Ns) from pytest-timeout." (2.x).
-        return self.outcome == "failed" and "from pytest-timeout" in self.message
+        # pytest-timeout fails a test with "Timeout (>Ns) from pytest-timeout." (2.x); the
+        # per-test CPU limit with "Timeout (>Ns of CPU) from scorewright" (child/test_clock.py).
+        return self.outcome == "failed" and (
+            "from pytest-timeout" in self.message or CPU_TIMEOUT_MARK in self.message
+        )
 
     def to_wire(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -322,10 +337,16 @@ OVERSIZE = "oversize"
 CTL = "ctl"
 COVERAGE = "coverage"
 
-#: A run stops after this many of its tests time out (the child's reporter asks pytest to
-#: stop, as -x does): later tests calling into the same hang would each cost the per-test
-#: limit. The tests left are ``not_run``, with the reason (integrity/verdict.py).
-MAX_TIMEOUTS = 2
+#: After this many timeouts in a run, more than its tests passed, each later test gets the
+#: short limits (limits.py SHORT_WALL_S, SHORT_CPU_S) until passes outnumber timeouts again:
+#: a candidate that hangs more than it works is still scored on every test, each quickly.
+HANG_EVIDENCE = 2
+#: A run stops after this many of its tests time out with none passed (the child's reporter
+#: asks pytest to stop, as -x does): a candidate hung on every input it was given. The tests
+#: left are ``not_run``, with the reason (integrity/verdict.py).
+MAX_TIMEOUTS = 20
+#: What the message of a test cut by its CPU limit says (child/test_clock.py).
+CPU_TIMEOUT_MARK = "of CPU) from scorewright's per-test limit"
 
 #: A fresh-argument benchmark's round prints (child/timed_results.py) in one message, at most.
 MAX_ROUND_PRINTS = 256
@@ -373,7 +394,13 @@ VOCABULARY: Mapping[str, MessageKind] = {
             "reporter",
             "one phase (setup, call, teardown) of a test, or one subtest",
             {"nodeid": _STR, "when": _STR, "outcome": _STR, "duration": _NUMBER},
-            optional={"message": _STR, "wasxfail": _BOOL, "subtest": _BOOL, "heldout": _BOOL},
+            optional={
+                "message": _STR,
+                "wasxfail": _BOOL,
+                "subtest": _BOOL,
+                "heldout": _BOOL,
+                "cpu": (float, _NONE),
+            },
         ),
         MessageKind(
             ANCHOR,

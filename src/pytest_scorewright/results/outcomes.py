@@ -28,6 +28,7 @@ class _State:
     phase: Phase | None = None
     message: str = ""
     duration: float = 0.0
+    cpu: float | None = None
     reported: bool = False
     setup_passed: bool = False
     subtests: dict[str, int] | None = None
@@ -70,6 +71,8 @@ class OutcomeTracker:
             self._add_subtest(state, rep)
             return
         state.duration += rep.duration
+        if rep.cpu is not None:
+            state.cpu = rep.cpu  # the whole test's, on its teardown report
         if rep.when == "setup":
             self._add_setup(state, rep)
         elif rep.when == "call":
@@ -172,6 +175,7 @@ class OutcomeTracker:
             duration_s=round(state.duration, 6) if state.reported else None,
             message=bound_message(message) if message else None,
             subtests=dict(state.subtests) if state.subtests is not None else None,
+            cpu_s=round(state.cpu, 3) if state.cpu is not None else None,
         )
 
 

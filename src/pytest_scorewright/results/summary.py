@@ -8,6 +8,9 @@ from pathlib import Path
 from pytest_scorewright._text import clean
 from pytest_scorewright.result import ScoreResult
 
+#: How a test the reference is flaky in reads (scoring/applicable.py).
+FLAKY_MARK = "not applicable: the reference is flaky in it"
+
 
 def _pct(value: float) -> str:
     return f"{100 * value:.1f}%"
@@ -93,6 +96,12 @@ def summary_lines(
         if failing:
             more = f" and {len(failing) - 3} more" if len(failing) > 3 else ""
             lines.append(f"scorewright: failing: {', '.join(failing[:3])}{more}")
+    flaky = [t.nodeid for t in result.tests if FLAKY_MARK in (t.message or "")]
+    if flaky:
+        more = f" and {len(flaky) - 3} more" if len(flaky) > 3 else ""
+        lines.append(
+            f"scorewright: set aside, flaky in the reference: {', '.join(flaky[:3])}{more}"
+        )
     judged = fitness_of(result)
     objectives = [s for s in result.signals if s.name.startswith("objective_")]
     if judged is not None or objectives:

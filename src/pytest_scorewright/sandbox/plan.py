@@ -189,16 +189,19 @@ class RunPlanner:
         max_messages: int = MAX_MESSAGES,
         *,
         isolated: bool = False,
+        suite: str = "",
     ) -> SandboxSpec:
         """The whole plan of one run in ``workspace``, within ``timeout_s``, taking at most
         ``max_messages`` messages from it; ``isolated``: the candidate runs in a process of its
-        own, reached through proxies (child/proxy.py)."""
+        own, reached through proxies (child/proxy.py). ``suite`` names the suite, whose tests'
+        own limits the run takes (``Limits.per_test``)."""
         s = self.settings
         ws = workspace
         if self.fixed_root is not None:
             ws = ws.seen_at(self.fixed_root)  # every path below is the child's view
         args = self._pytest_args(ws, select, extra_args)
-        limits = dataclasses.replace(s.limits, timeout_s=timeout_s)
+        limits = dataclasses.replace(s.limits, timeout_s=timeout_s, per_test=None)
+        per_test = s.limits.per_test
         real_paths = workspace.import_paths(s.module)
         paths = [str(ws.root / p.relative_to(workspace.root)) for p in real_paths]
         modules = s.modules or (s.module,)
@@ -230,6 +233,8 @@ class RunPlanner:
             one_cpu=isolated and limits.one_cpu,
             coverage=s.coverage,
             round_key=s.round_key,
+            test_limits=per_test.for_suite(suite) if per_test is not None else {},
+            test_limit=(per_test.wall_s, per_test.cpu_s) if per_test is not None else None,
             user_namespace=user_ns,
             shared_user_namespace=self._subordinate is not None,
             hand_over=tuple(map(str, _own_dirs(workspace))) if self._subordinate else (),

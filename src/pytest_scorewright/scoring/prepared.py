@@ -162,6 +162,12 @@ def _learn(
         [(s, s == dirs.heldout) for s in suites], dirs.reference, settings.modules
     )
     visible, heldout = found[0], (found[1] if len(found) > 1 else [])
+    if settings.limits.test_timeout_s is None:
+        # The reference's own tests have no limit but the budget: its slowest test sets its
+        # own limit for candidates (Limits.calibrated), whatever it takes.
+        runner.calibrate(
+            dataclasses.replace(settings.limits, test_timeout_s=settings.limits.timeout_s)
+        )
     reference = references.learn(
         functools.partial(runner.run_reference, dirs.reference),
         dirs.runs(visible, heldout, None, None),
@@ -173,8 +179,8 @@ def _learn(
         repeats=settings.reference_repeats,
         measured=settings.fail_to_pass,
     )
-    # Candidates' runs take the per-test limit the reference calibrates.
-    limits = settings.limits.calibrated(reference.slowest_test_s)
+    # Candidates' runs take each test's own limits, from the reference's time for it.
+    limits = settings.limits.calibrated(reference.test_times)
     return Learned(visible, heldout, reference, limits, runner.planner.settings.round_key)
 
 

@@ -23,7 +23,7 @@ from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.protocol.wire import Anchor
 from pytest_scorewright.result import TestRecord
 from pytest_scorewright.sandbox.workspace import CopyReport
-from pytest_scorewright.scoring.applicable import ReferenceOutcomes, flaky_tests
+from pytest_scorewright.scoring.applicable import INAPPLICABLE, ReferenceOutcomes, flaky_tests
 from pytest_scorewright.scoring.objectives import ObjectiveSet, Submitted
 from pytest_scorewright.scoring.runs import Judged, Suite
 
@@ -31,6 +31,9 @@ from pytest_scorewright.scoring.runs import Judged, Suite
 Isolation = Literal["auto", "process", "in-process"]
 ISOLATIONS: tuple[Isolation, ...] = ("auto", "process", "in-process")
 #: Runs the reference's suites (``isolated``: the candidate apart) with the whole budget each.
+#: More runs of the reference when its first fails a test: a test that passes in one of them
+#: is flaky, not a reason to refuse the suite.
+FLAKY_RERUNS = 2
 RunReference = Callable[[Sequence[Suite], bool], tuple[list[Judged], CopyReport]]
 
 
@@ -69,8 +72,11 @@ class Reference:
     messages: Mapping[str, int] = dataclasses.field(default_factory=dict)
     #: The suite's literals, for the memorised-inputs evidence.
     literals: SuiteLiterals | None = None
-    #: The reference's slowest test, by the parent's clock (the per-test limit follows it).
-    slowest_test_s: float | None = None
+    #: Each test's wall and CPU seconds with the reference, by (suite, node id): its own
+    #: limits follow from them (Limits.calibrated).
+    test_times: Mapping[tuple[str, str], tuple[float | None, float | None]] = dataclasses.field(
+        default_factory=dict
+    )
 
     def failures(self) -> int:
         """Tests the reference fails (as a baseline: not applicable to any candidate)."""
@@ -156,6 +162,11 @@ class _Trial:
         suites = [dataclasses.replace(s, extra_args=trial) for s in self.suites]
         judged, copied = self.run(suites, isolated)
         again = [self.run(suites, isolated)[0] for _ in range(self.repeats - 1)]
+        if not again and not self.baseline and self._fails(judged):
+            # A test the reference fails is run again before the suite is refused: one that
+            # then passes is flaky (a timing-sensitive test on a loaded machine), set aside
+            # as not applicable; one that fails every time refuses the suite, as before.
+            again = [self.run(suites, isolated)[0] for _ in range(FLAKY_RERUNS)]
         found = _ReferenceRuns(runs=[], copied=copied)
         for index, (suite, (verdict, observed)) in enumerate(zip(suites, judged, strict=True)):
             flaky = flaky_tests([verdict.records, *(run[index][0].records for run in again)])
@@ -168,6 +179,13 @@ class _Trial:
                 measured=self.measured,
             )
         return found
+
+    def _fails(self, judged: Sequence[Judged]) -> bool:
+        return any(
+            not r.passed and r.outcome not in INAPPLICABLE and r.nodeid not in self.measured
+            for verdict, _ in judged
+            for r in verdict.records
+        )
 
 
 @dataclasses.dataclass
@@ -279,10 +297,12 @@ def _take(
         objectives=_objective_values(objectives, submitted, runs.runs),
         messages=dict(runs.messages),
         literals=suite_literals(tests, source),
-        slowest_test_s=max(
-            (r.duration_s for _, v in runs.runs for r in v.records if r.duration_s is not None),
-            default=None,
-        ),
+        test_times={
+            (name, r.nodeid): (r.duration_s, r.cpu_s)
+            for name, v in runs.runs
+            for r in v.records
+            if r.duration_s is not None
+        },
     )
 
 

@@ -243,6 +243,7 @@ class Runner:
                 suite.select,
                 max_messages=suite.max_messages,
                 isolated=isolated,
+                suite=suite.name,
             )
             # The longest a run can take, with room for a busy machine; past it, the run is
             # stopped and lost (a hung job process would otherwise hang score()).

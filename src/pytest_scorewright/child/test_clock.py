@@ -1,0 +1,162 @@
+"""Each test's own limits, in the test process: its wall time through pytest-timeout, its CPU
+time here, and the CPU time every test took, for the reference's calibration.
+
+A test's CPU time is this process's (``time.process_time``: the test's code, and the
+candidate's where it runs in process) plus, with the candidate apart, its process tree's, read
+in /proc. A watcher thread reads both every :data:`POLL_S` while a test runs; a test over its
+CPU limit gets :data:`SIGNAL`, whose handler (installed once, never removed, so that a late
+signal finds it) fails the test with a timeout that says so. A hang that spins is so cut after
+half a second of CPU, however loaded the machine; one that sleeps or waits is cut by its wall
+limit (pytest-timeout's, set per test with its marker).
+
+A quick test (over before the watcher's first look) costs one ``process_time`` call at each
+end and no read of /proc: only tests that take a while are measured in full.
+
+The candidate's code runs here with the candidate in process, so it could ignore the signal or
+stop the thread: it would only go on hanging until its wall limit or the run's deadline.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from collections.abc import Callable, Mapping
+from types import FrameType
+
+import pytest
+
+from pytest_scorewright.kernel.procfs import tree_cpu_s
+from pytest_scorewright.limits import SHORT_CPU_S, SHORT_WALL_S
+from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK
+
+#: How often the watcher looks at a running test's CPU time.
+POLL_S = 0.025
+#: The signal that fails a test over its CPU limit (SIGALRM is pytest-timeout's).
+SIGNAL = signal.SIGPROF
+#: Bound at import, before any candidate code.
+_process_time = time.process_time
+_monotonic = time.monotonic
+
+Limit = tuple[float, float | None]
+
+
+class TestClock:
+    """Per-test limits (``own``: node id -> (wall, CPU); ``default`` for the others, None for
+    no CPU limit) and each test's CPU time. ``candidate_pid`` says the pid of the candidate's
+    process now (None in process, or none running)."""
+
+    __test__ = False  # not a pytest test class, despite the name
+
+    def __init__(
+        self,
+        own: Mapping[str, Limit],
+        default: Limit | None,
+        candidate_pid: Callable[[], int | None],
+    ) -> None:
+        self.own = dict(own)
+        self.default = default
+        self.candidate_pid = candidate_pid
+        #: Set by the reporter once the run has more timeouts than passes (wire.HANG_EVIDENCE).
+        self.short = False
+        # Re-entrant: the signal's handler runs in the test's thread, perhaps while it holds it.
+        self._lock = threading.RLock()
+        self._nodeid: str | None = None
+        self._cpu_limit: float | None = None
+        self._started_own = 0.0
+        #: The candidate's process at the watcher's first look, and its CPU seconds then.
+        self._pid: int | None = None
+        self._pid_cpu = 0.0
+        self._pid_seen = 0.0
+        self._elsewhere = 0.0  # CPU seconds of candidate processes the test outlived
+        self._fired: str | None = None
+        self._wake = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- in the test's thread ------------------------------------------------------------------
+
+    def install(self) -> None:
+        signal.signal(SIGNAL, self._on_signal)
+
+    def limits_of(self, nodeid: str) -> Limit | None:
+        """The (wall, CPU) limits ``nodeid`` runs under now, or None: the command line's."""
+        limit = self.own.get(nodeid, self.default)
+        if limit is None or not self.short:
+            return limit
+        wall, cpu = limit
+        return min(wall, SHORT_WALL_S) if wall > 0 else SHORT_WALL_S, min(
+            cpu if cpu is not None else SHORT_CPU_S, SHORT_CPU_S
+        )
+
+    def apply(self, item: pytest.Item) -> None:
+        """Before ``item`` runs (before pytest-timeout reads its marker): its wall limit as a
+        ``timeout`` marker where it differs from the command line's, and the clock started."""
+        limit = self.limits_of(item.nodeid)
+        if limit is not None and (item.nodeid in self.own or self.short):
+            item.add_marker(pytest.mark.timeout(limit[0]), append=False)
+        with self._lock:
+            self._nodeid = item.nodeid
+            self._cpu_limit = limit[1] if limit is not None else None
+            self._started_own = _process_time()
+            self._pid, self._pid_cpu, self._pid_seen, self._elsewhere = None, 0.0, 0.0, 0.0
+            self._fired = None
+        if self._thread is None:
+            watcher = threading.Thread(target=self._watch, name="scorewright-clock", daemon=True)
+            self._thread = watcher
+            watcher.start()
+        self._wake.set()
+
+    def spent(self) -> float | None:
+        """The running test's CPU seconds so far; None for a quick one (not yet looked at)."""
+        with self._lock:
+            if self._nodeid is None:
+                return None
+            return self._spent_locked(final=True)
+
+    def stop(self) -> None:
+        with self._lock:
+            self._nodeid = None
+
+    # -- in the watcher's thread ---------------------------------------------------------------
+
+    def _spent_locked(self, *, final: bool) -> float | None:
+        own = _process_time() - self._started_own
+        if self._pid is None:
+            if final:
+                return None if own < POLL_S else round(own, 4)
+            self._pid = self.candidate_pid() or 0
+            self._pid_cpu = self._pid_seen = (tree_cpu_s(self._pid) or 0.0) if self._pid else 0.0
+            return own
+        now = tree_cpu_s(self._pid) if self._pid else None
+        if now is None:
+            # The candidate's process ended (a crash, a timeout's restart) or none was running:
+            # what it spent in this test stays counted, and a new one counts from its start.
+            pid = self.candidate_pid() or 0
+            if pid != self._pid:
+                self._elsewhere += self._pid_seen - self._pid_cpu
+                self._pid, self._pid_cpu, self._pid_seen = pid, 0.0, 0.0
+            now = (tree_cpu_s(pid) or 0.0) if pid else 0.0
+        self._pid_seen = now
+        return round(own + self._elsewhere + max(0.0, now - self._pid_cpu), 4)
+
+    def _watch(self) -> None:
+        while True:
+            self._wake.wait()
+            time.sleep(POLL_S)
+            with self._lock:
+                if self._nodeid is None:
+                    self._wake.clear()
+                    continue
+                spent = self._spent_locked(final=False)
+                limit = self._cpu_limit
+                if limit is None or spent is None or spent <= limit or self._fired:
+                    continue
+                self._fired = self._nodeid
+            signal.pthread_kill(threading.main_thread().ident or 0, SIGNAL)
+
+    def _on_signal(self, signum: int, frame: FrameType | None) -> None:
+        with self._lock:
+            fired, current, limit = self._fired, self._nodeid, self._cpu_limit
+        if fired is None or fired != current or limit is None:
+            return  # late: the test it was meant for is over
+        pytest.fail(f"Timeout (>{limit:g}s {CPU_TIMEOUT_MARK}", pytrace=False)
