@@ -142,3 +142,34 @@ def test_scorewright_show_prints_headlines_and_fails_cleanly(tmp_path: Path) -> 
     assert binary.returncode == 2
     assert binary.stderr.strip().endswith("not UTF-8 text"), binary.stderr
     assert len(binary.stderr.strip().splitlines()) == 1
+
+
+def test_an_unknown_option_gets_the_commands_usage_and_the_closest_option() -> None:
+    done = _cli("score", "c.py", "--tests", "t", "--heldot", "h")
+    assert done.returncode == 2
+    assert done.stderr.startswith("usage: scorewright score ")
+    assert done.stderr.strip().endswith(
+        "scorewright score: error: unrecognized arguments: --heldot h (did you mean --heldout?)"
+    )
+
+
+def test_every_option_says_what_it_does_and_its_default() -> None:
+    import argparse
+
+    from pytest_scorewright.cli import build_parser
+
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    missing = []
+    for name, command in commands.choices.items():
+        for action in command._actions:
+            if not action.option_strings or isinstance(action, argparse._HelpAction):
+                continue
+            text = action.help or ""
+            default = action.default
+            said = "default" in text
+            if not text or (default not in (None, False, [], argparse.SUPPRESS) and not said):
+                missing.append(f"{name} {action.option_strings[-1]}")
+    assert not missing, missing
+    help_text = _cli("score", "--help").stdout
+    assert "(RLIMIT_AS; default 2048)" in help_text
+    assert "(RLIMIT_CPU; default: --timeout rounded up)" in " ".join(help_text.split())

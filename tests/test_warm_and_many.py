@@ -342,9 +342,21 @@ def test_score_many_cli_writes_one_result_per_candidate_and_a_summary(tmp_path: 
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     written = sorted(p.name for p in (tmp_path / "out").iterdir())
-    assert written == sorted([*(f"{Path(c).stem}.json" for c in CANDIDATES), "honest_memo-2.json"])
+    # Two candidates named alike: the directories that tell them apart name their results.
+    plain = [f"{Path(c).stem}.json" for c in CANDIDATES if Path(c).stem != "honest_memo"]
+    twins = ["candidates-honest_memo.json", "twin-honest_memo.json"]
+    assert written == sorted([*plain, *twins])
     assert "\r" not in done.stderr  # no progress line when stderr is not a terminal
-    assert done.stderr.startswith(f"scorewright: scored {len(candidates)} candidates in ")
+    lines = done.stderr.splitlines()
+    # A table, one line a candidate, best first; the names explained; the counts.
+    assert lines[0].split() == ["candidate", "passed", "held-out", "fitness", "flags"]
+    rows = lines[1 : 1 + len(candidates)]
+    assert sorted(row.split()[0] for row in rows) == sorted([*plain, *twins])
+    fitness = [float(row.split()[3]) for row in rows]
+    assert fitness == sorted(fitness, reverse=True), rows
+    assert "scorewright: named by the directories that tell them apart:" in lines
+    assert f"  twin-honest_memo.json <- {twin / 'honest_memo.py'}" in lines
+    assert lines[-1].startswith(f"scorewright: scored {len(candidates)} candidates in ")
 
 
 def _executor_scores(executor: object) -> dict[int, float | None]:
@@ -363,3 +375,4 @@ def test_score_many_through_a_process_pool_executor() -> None:
         scores = _executor_scores(pool)
     assert sorted(scores) == list(range(len(CANDIDATES)))
     assert scores[0] == 1.0  # honest_memo
+

@@ -122,20 +122,54 @@ def shinka_main(argv: Sequence[str] | None = None, **defaults: Any) -> int:
     return run_shinka(args)
 
 
+def _add_task_arguments(parser: argparse.ArgumentParser, defaults: Mapping[str, Any]) -> None:
+    """The candidate, where its results go, the task and its limits."""
+    add = parser.add_argument
+    add("--program_path", required=True, help="The candidate program Shinka wrote")
+    add("--results_dir", required=True, help="Where metrics.json and correct.json go")
+    add(
+        "--tests",
+        default=defaults.get("tests"),
+        required="tests" not in defaults,
+        help="Trusted visible tests (default: %(default)s)",
+    )
+    add("--heldout", default=defaults.get("heldout"), help="Trusted held-out tests")
+    add("--reference", default=defaults.get("reference"), help="Trusted reference solution")
+    add(
+        "--module",
+        default=defaults.get("module", "solution"),
+        help="Module name the tests import (default %(default)s)",
+    )
+    add(
+        "--timeout",
+        type=float,
+        default=defaults.get("timeout", 60.0),
+        help="Budget for the whole candidate, in seconds (default %(default)s)",
+    )
+    add(
+        "--test-timeout",
+        type=float,
+        default=defaults.get("test_timeout"),
+        help="Wall-time limit of every test (default: each test its own, from the reference)",
+    )
+    add(
+        "--memory-mb",
+        type=int,
+        default=defaults.get("memory_mb"),
+        help="Address space of each sandboxed process, in MiB (default 2048)",
+    )
+    add(
+        "--fitness",
+        default=defaults.get("fitness", "weighted"),
+        help="weighted, pass_rate, module:Class, or an entry point (default %(default)s)",
+    )
+
+
 def add_shinka_arguments(
     parser: argparse.ArgumentParser, defaults: Mapping[str, Any] | None = None
 ) -> None:
     defaults = defaults or {}
-    parser.add_argument("--program_path", required=True)
-    parser.add_argument("--results_dir", required=True)
-    parser.add_argument("--tests", default=defaults.get("tests"), required="tests" not in defaults)
-    parser.add_argument("--heldout", default=defaults.get("heldout"))
-    parser.add_argument("--reference", default=defaults.get("reference"))
-    parser.add_argument("--module", default=defaults.get("module", "solution"))
-    parser.add_argument("--timeout", type=float, default=defaults.get("timeout", 60.0))
-    parser.add_argument("--test-timeout", type=float, default=defaults.get("test_timeout"))
-    parser.add_argument("--memory-mb", type=int, default=defaults.get("memory_mb"))
-    parser.add_argument("--fitness", default=defaults.get("fitness", "weighted"))
+    _add_task_arguments(parser, defaults)
     parser.add_argument(
         "--fitness-config",
         action="append",
@@ -151,10 +185,16 @@ def add_shinka_arguments(
     parser.set_defaults(objectives=dict(defaults.get("objectives") or {}))
     policy = parser.add_mutually_exclusive_group()
     policy.add_argument(
-        "--warn-only", action="store_true", default=defaults.get("warn_only", False)
+        "--warn-only",
+        action="store_true",
+        default=defaults.get("warn_only", False),
+        help="Record integrity evidence without acting on it",
     )
     policy.add_argument(
-        "--fail-closed", action="store_true", default=defaults.get("fail_closed", False)
+        "--fail-closed",
+        action="store_true",
+        default=defaults.get("fail_closed", False),
+        help="Also reject on hints, the weakest evidence",
     )
     parser.add_argument(
         "--retries",

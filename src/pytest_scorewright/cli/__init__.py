@@ -6,6 +6,7 @@ Exit status: 0 when the command did its job, 2 for a usage error (one line on st
 from __future__ import annotations
 
 import argparse
+import difflib
 import sys
 from collections.abc import Callable, Sequence
 
@@ -55,7 +56,11 @@ def _add_result_readers(sub: argparse._SubParsersAction[argparse.ArgumentParser]
     p.add_argument("--json", metavar="FILE", help="Write the figures behind it here")
     p.add_argument("--csv", metavar="FILE", help="Write one row per candidate here")
     p.add_argument(
-        "--top", type=whole_number(1), default=50, metavar="N", help="Rows of the top table"
+        "--top",
+        type=whole_number(1),
+        default=50,
+        metavar="N",
+        help="Rows of the top table (default 50)",
     )
     add_fitness_options(p)
     p.set_defaults(func=commands.cmd_report)
@@ -81,9 +86,15 @@ def _add_audit(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "--strategy", action="append", metavar="NAME", help="Only this strategy (repeatable)"
     )
     p.add_argument(
-        "--mutants", type=whole_number(0), default=60, metavar="N", help="Mutants at most"
+        "--mutants",
+        type=whole_number(0),
+        default=60,
+        metavar="N",
+        help="Mutants at most (default 60)",
     )
-    p.add_argument("-j", "--jobs", type=whole_number(1), default=2, help="Candidates at once")
+    p.add_argument(
+        "-j", "--jobs", type=whole_number(1), default=2, help="Candidates at once (default 2)"
+    )
     p.add_argument(
         "--fail-on",
         choices=("credited",),
@@ -181,9 +192,31 @@ def _add_show_and_export(sub: argparse._SubParsersAction[argparse.ArgumentParser
     p.set_defaults(func=commands.cmd_show)
 
 
+def _parse(parser: argparse.ArgumentParser, argv: Sequence[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, but an option no command knows is answered by the command's own
+    usage, with the option it most looks like (``--heldot``: did you mean ``--heldout``?)."""
+    args, extra = parser.parse_known_args(argv)
+    if not extra:
+        return args
+    command = parser
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            command = action.choices.get(args.command, parser)
+    known = [o for a in command._actions for o in a.option_strings if o.startswith("--")]
+    hints = []
+    for word in extra:
+        if word.startswith("-"):
+            close = difflib.get_close_matches(word.split("=", 1)[0], known, n=1, cutoff=0.6)
+            if close:
+                hints.append(f"did you mean {close[0]}?")
+    command.error(
+        f"unrecognized arguments: {' '.join(extra)}" + (f" ({'; '.join(hints)})" if hints else "")
+    )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args = _parse(parser, argv)
     args.argv = list(sys.argv[1:] if argv is None else argv)  # verify re-runs it elsewhere
     try:
         code: int = args.func(args)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 from collections.abc import Sequence
@@ -26,6 +27,9 @@ from pytest_scorewright.schema import schema_text
 
 #: Seconds between progress lines where stderr is not a terminal (a log file, CI).
 PROGRESS_EVERY_S = 5.0
+#: The end-of-batch table: its most lines, and the width of its candidate column.
+TABLE_ROWS = 30
+TABLE_NAME = 32
 
 
 def cmd_schema(args: argparse.Namespace) -> int:
@@ -147,6 +151,7 @@ def cmd_score_many(args: argparse.Namespace) -> int:
     started = last_line = time.monotonic()
     flagged = failed = ours = done = 0
     best: float | None = None
+    rows: list[tuple[float, str]] = []
     try:
         with evaluator_from_args(args) as evaluator:
             for done, (index, result) in enumerate(evaluator.score_many(paths, args.jobs), 1):
@@ -155,6 +160,7 @@ def cmd_score_many(args: argparse.Namespace) -> int:
                     _stream_line(stream, judged)
                 if out_dir is not None:
                     judged.write(out_dir / names[index])
+                rows.append(_batch_row(names[index], judged))
                 flagged += result.integrity.flagged
                 failed += not result.ok
                 ours += result.infrastructure
@@ -184,6 +190,7 @@ def cmd_score_many(args: argparse.Namespace) -> int:
             stream.close()
     if progress:
         print(file=sys.stderr)
+    _print_batch_end(rows, names, paths, named=out_dir is not None)
     elapsed = time.monotonic() - started
     where = [str(w) for w in (out_dir, args.jsonl if args.jsonl != "-" else None) if w]
     print(
@@ -265,14 +272,78 @@ def _stream_line(stream: TextIO, result: ScoreResult) -> None:
 
 
 def _result_names(paths: Sequence[Path]) -> list[str]:
-    """``<candidate>.json``, numbered where two candidates share a name."""
+    """``<candidate>.json``; where two candidates share a name, the directories that tell
+    them apart come first (``run-a-roman.json``, ``run-b-roman.json``), and a number only
+    where nothing does (the same path twice)."""
+    tails = [_name_parts(path) for path in paths]
     names: list[str] = []
     seen: dict[str, int] = {}
-    for path in paths:
-        stem = path.stem if path.is_file() else path.name
+    for index, parts in enumerate(tails):
+        depth = 1
+        while depth < len(parts) and any(
+            other[-depth:] == parts[-depth:] for j, other in enumerate(tails) if j != index
+        ):
+            depth += 1
+        stem = "-".join(parts[-depth:])
         count = seen[stem] = seen.get(stem, 0) + 1
         names.append(f"{stem}.json" if count == 1 else f"{stem}-{count}.json")
     return names
+
+
+def _plain_name(path: Path) -> str:
+    return f"{_name_parts(path)[-1]}.json"
+
+
+def _name_parts(path: Path) -> list[str]:
+    """A candidate's path as name parts, outermost first: its file's stem (a directory's
+    name) last, every part made safe for a file name."""
+    full = path.resolve()
+    last = full.stem if full.is_file() else full.name
+    parts = [*full.parent.parts[1:], last] if full.parent != full else [last]
+    return [re.sub(r"[^A-Za-z0-9._+-]", "_", part)[:60] or "_" for part in parts]
+
+
+def _print_batch_end(
+    rows: Sequence[tuple[float, str]], names: Sequence[str], paths: Sequence[Path], *, named: bool
+) -> None:
+    """The table of a batch's results and, where results were named after directories that
+    tell candidates apart, which result is which candidate's."""
+    for line in _batch_table(rows):
+        print(f"  {line}", file=sys.stderr)
+    renamed = [(n, p) for n, p in zip(names, paths, strict=True) if n != _plain_name(p)]
+    if named and renamed:
+        print("scorewright: named by the directories that tell them apart:", file=sys.stderr)
+        for name, path in renamed[:TABLE_ROWS]:
+            print(f"  {clean(name)} <- {clean(str(path))}", file=sys.stderr)
+
+
+def _batch_row(name: str, result: ScoreResult) -> tuple[float, str]:
+    """One line of the end-of-batch table (and its order: best fitness first), kept instead of
+    the result: a batch of thousands keeps thousands of short lines, not results."""
+    applicable = [t for t in result.tests if t.applicable]
+    heldout = [t for t in applicable if t.heldout]
+    passed = f"{sum(t.passed for t in applicable)}/{len(applicable)}"
+    held = f"{sum(t.passed for t in heldout)}/{len(heldout)}" if heldout else "-"
+    score = fitness_of(result)
+    flags = [r.code for r in result.integrity.reasons if r.severity != "hint"]
+    if result.error:
+        flags.insert(0, "not scored" if result.infrastructure else "error")
+    shown = clean(name)[:TABLE_NAME]
+    line = (
+        f"{shown:<{TABLE_NAME}}  {passed:>9}  {held:>9}  "
+        f"{'-' if score is None else f'{score:.4g}':>7}  {', '.join(flags)[:60] or '-'}"
+    )
+    return (-score if score is not None else 1.0), line
+
+
+def _batch_table(rows: Sequence[tuple[float, str]]) -> list[str]:
+    """The end of a batch: a header, then at most :data:`TABLE_ROWS` lines, best first."""
+    ordered = [line for _, line in sorted(rows, key=lambda row: row[0])]
+    header = f"{'candidate':<{TABLE_NAME}}  {'passed':>9}  {'held-out':>9}  {'fitness':>7}  flags"
+    lines = [header, *ordered[:TABLE_ROWS]]
+    if len(ordered) > TABLE_ROWS:
+        lines.append(f"... and {len(ordered) - TABLE_ROWS} more (scorewright show, report --html)")
+    return lines
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:

@@ -133,8 +133,9 @@ def add_evaluator_options(p: argparse.ArgumentParser, *, tests_required: bool = 
         type=non_negative_float,
         default=None,
         metavar="SECONDS",
-        help="Limit of one test (pytest-timeout); 0 for none (default: ten times the "
-        "reference's slowest test, at least 1, at most a quarter of --timeout and 10)",
+        help="Wall-time limit of every test (pytest-timeout); 0 for none (default: each test "
+        "its own, ten times its wall and CPU time with the reference, at least 1 s of wall "
+        "time and 0.5 s of CPU; without a reference a quarter of --timeout, at most 10)",
     )
     p.add_argument(
         "--reference-baseline",
@@ -160,7 +161,13 @@ def add_evaluator_options(p: argparse.ArgumentParser, *, tests_required: bool = 
         help="A pytest ini option of the suite, e.g. asyncio_mode=auto (repeatable; a key "
         "given again adds a line)",
     )
-    p.add_argument("--memory-mb", type=whole_number(1), default=2048, metavar="MB")
+    p.add_argument(
+        "--memory-mb",
+        type=whole_number(1),
+        default=2048,
+        metavar="MB",
+        help="Address space of each sandboxed process, in MiB (RLIMIT_AS; default 2048)",
+    )
     p.add_argument(
         "--processes",
         type=whole_number(1),
@@ -168,7 +175,13 @@ def add_evaluator_options(p: argparse.ArgumentParser, *, tests_required: bool = 
         metavar="N",
         help="Processes and threads of a run (RLIMIT_NPROC; default 64)",
     )
-    p.add_argument("--cpu-seconds", type=whole_number(1), default=None, metavar="S")
+    p.add_argument(
+        "--cpu-seconds",
+        type=whole_number(1),
+        default=None,
+        metavar="S",
+        help="CPU seconds of each sandboxed process (RLIMIT_CPU; default: --timeout rounded up)",
+    )
     p.add_argument("--allow-network", action="store_true", help="Do not isolate the network")
     add_judge_option(p)
     _add_isolation_options(p)

@@ -45,10 +45,18 @@ def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--test-patch", metavar="FILE", help="The task's own test change (a diff)")
     p.add_argument("--tests-dir", metavar="DIR", help="The tests directory (default: tests)")
     p.add_argument("--module", action="append", default=[], metavar="NAME", help="A package")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE")
-    p.add_argument("--ini", action="append", default=[], metavar="KEY=VALUE")
-    p.add_argument("--instance-id", default="task", metavar="ID")
-    p.add_argument("--timeout", type=float, default=60.0, metavar="S", help="Budget of a run")
+    p.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE", help="A pytest plugin runs load"
+    )
+    p.add_argument(
+        "--ini", action="append", default=[], metavar="KEY=VALUE", help="A pytest ini option"
+    )
+    p.add_argument(
+        "--instance-id", default="task", metavar="ID", help="The task's name (default task)"
+    )
+    p.add_argument(
+        "--timeout", type=float, default=60.0, metavar="S", help="Budget of a run (default 60)"
+    )
     p.add_argument("--report", metavar="FILE", help="Write SWE-bench's report.json here")
     p.add_argument("--harbor", metavar="DIR", help="Write reward.json and reward-details.json here")
     p.add_argument("--ctrf", metavar="FILE", help="Write a CTRF report here")
