@@ -151,8 +151,13 @@ def test_figures_follow_the_search_over_generations(tmp_path: Path) -> None:
     assert "best_confirmed" in figures["fitness"]
     # Gaming starts halfway (benchmarks/synthetic_run.py): the codes say when.
     first = figures["integrity_first_seen"]
-    assert set(first) >= {"early_exit", "source_always_equal", "(rejected)"}
+    assert set(first) >= {"early_exit", "source_always_equal"}
     assert all(int(g) >= 6 for g in first.values())
+    # Each flagged or rejected candidate counted once: no stack is taller than its point.
+    stacks = [sum(values) for values in zip(*figures["integrity"].values(), strict=True)]
+    assert all(
+        height <= size for height, size in zip(stacks, figures["axis"]["sizes"], strict=True)
+    )
     assert figures["heat_map"]["unsolved"] == [VISIBLE[-1]]
     assert figures["heat_map"]["tests_total"] == len(VISIBLE) + len(HELDOUT)
     assert set(figures["signals"]) >= {"speedup", "objective_area", "judge_score"}
@@ -167,6 +172,19 @@ def test_without_a_generation_results_are_grouped_in_the_order_read(tmp_path: Pa
     assert figures["axis"]["kind"] == "order"
     assert figures["axis"]["labels"][:2] == ["1-4", "5-8"]
     assert sum(figures["axis"]["sizes"]) == 1000
+    # Titles say what the axis is: a batch's results are not generations.
+    page = build([run], Fitness()).html()
+    assert "Fitness in the order read" in page
+    assert "over generations" not in page.replace("not in the charts over generations", "")
+
+
+def test_a_loops_times_and_costs_are_best_when_least() -> None:
+    from pytest_scorewright.report.figures import known_direction
+
+    for name in ("duration_s", "scorewright_cpu_s", "max_rss_mb", "cost_usd", "tokens"):
+        assert known_direction(name) is False, name
+    for name in ("speedup", "pass_rate", "judge_score", "objective_area"):
+        assert known_direction(name) is None, name
 
 
 def test_candidate_text_is_data_in_the_page_and_the_csv(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ generation=N``.
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from collections import Counter
 from collections.abc import Sequence
@@ -137,13 +138,18 @@ def status_counts(candidates: Sequence[Candidate], ax: Axis) -> dict[str, list[i
 
 
 def flag_counts(candidates: Sequence[Candidate], ax: Axis) -> dict[str, list[int]]:
-    """Candidates flagged with each integrity code, per point; ``rejected`` too."""
+    """Flagged or rejected candidates per point, each counted once, under its strongest
+    evidence (``(rejected)`` for one rejected on hints alone): a stack's height is a number
+    of candidates."""
     counts = []
     for members in ax.members:
         found: Counter[str] = Counter()
         for i in members:
-            found.update(set(candidates[i].flags))
-            found["(rejected)"] += candidates[i].rejected
+            flags = candidates[i].flags
+            if flags:
+                found[flags[0]] += 1
+            elif candidates[i].rejected:
+                found["(rejected)"] += 1
         counts.append(found)
     codes = sorted(
         {code for c in counts for code in c if c[code]}, key=lambda k: (k == "(rejected)", k)
@@ -159,6 +165,8 @@ def signal_series(candidates: Sequence[Candidate], ax: Axis) -> dict[str, dict[s
     out: dict[str, dict[str, Any]] = {}
     for name in names:
         higher = next((c.directions[name] for c in candidates if name in c.directions), None)
+        if higher is None:
+            higher = known_direction(name)
         best, median = [], []
         for members in ax.members:
             values = sorted(
@@ -169,6 +177,18 @@ def signal_series(candidates: Sequence[Candidate], ax: Axis) -> dict[str, dict[s
             median.append(_round(statistics.median(values)) if values else None)
         out[name] = {"higher_is_better": higher, "best": best, "median": median}
     return out
+
+
+#: Signals a loop's metrics carry without a direction, where less is better: time, memory,
+#: money (a loop's metrics say nothing of direction; our own results do).
+_LESS_IS_BETTER = re.compile(
+    r"(^|_)(duration|cpu|time|seconds|rss|memory|cost|tokens)(_|$)|_s$|_mb$"
+)
+
+
+def known_direction(name: str) -> bool | None:
+    """False for a signal whose name says it is a time, a size or a cost; else None."""
+    return False if _LESS_IS_BETTER.search(name.removeprefix("scorewright_")) else None
 
 
 def cost_series(candidates: Sequence[Candidate], ax: Axis) -> dict[str, list[float | None]]:

@@ -86,6 +86,12 @@ def _cards(candidates: Sequence[Candidate], figures: Mapping[str, Any]) -> str:
     )
 
 
+def _over(figures: Mapping[str, Any]) -> str:
+    """How a chart's title says what its x axis is: generations only where a loop recorded
+    them; a batch's results come in the order they were read (which is not a generation)."""
+    return "over generations" if figures["axis"]["kind"] == "generation" else "in the order read"
+
+
 def _axis_name(figures: Mapping[str, Any]) -> str:
     if figures["axis"]["kind"] == "generation":
         return "generation"
@@ -110,13 +116,13 @@ def _fitness(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str) 
         legend.append(("best confirmed so far", "#1a7f37"))
     chart = svg.line_chart(
         "fitness",
-        "fitness over generations",
+        f"fitness {_over(figures)}",
         labels,
         axis_name,
         series,
         band=(f["p10"], f["p90"], "#0969da"),
     )
-    return "<h2>Fitness over generations</h2>" + chart + _legend(legend)
+    return f"<h2>Fitness {_over(figures)}</h2>" + chart + _legend(legend)
 
 
 def _rates(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str) -> str:
@@ -126,9 +132,11 @@ def _rates(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str) ->
             "<h2>Visible and held-out pass rates</h2>"
             "<p class=note>No pass rates in these results.</p>"
         )
+    # The visible line wide and beneath, the held-out one dashed on top: where the two are
+    # equal (a candidate that generalises), both stay in view.
     series = [
-        Series("visible pass rate (mean)", r["visible"], "#1a7f37"),
-        Series("held-out pass rate (mean)", r["heldout"], "#8250df"),
+        Series("visible pass rate (mean)", r["visible"], "#1a7f37", width=4.0),
+        Series("held-out pass rate (mean)", r["heldout"], "#8250df", "6,4", 1.6),
         Series("divergence (mean)", r["divergence"], "#cf222e", "5,3"),
         Series("divergence (largest)", r["divergence_max"], "#ff8182", "2,3", 1.2),
     ]
@@ -177,7 +185,7 @@ def _integrity(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str
     }
     section = _bars(
         "integrity",
-        "Integrity flags and rejections over time",
+        f"Flagged and rejected candidates {_over(figures)}",
         counts,
         labels,
         axis_name,
@@ -188,7 +196,7 @@ def _integrity(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str
     if seen:
         items = "".join(
             f"<li><code>{text(code)}</code>: first at {text(axis_name.split(' ')[0])} "
-            f"{text(where)}, {sum(counts[code])} results</li>"
+            f"{text(where)}, {sum(counts[code])} candidates with it as their strongest</li>"
             for code, where in seen.items()
         )
         section += f"<p class=note>When each kind of evidence first appeared:</p><ul>{items}</ul>"
@@ -201,7 +209,7 @@ def _statuses(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str)
     counts = {s: v for s, v in figures["statuses"].items() if s in _TROUBLE}
     return _bars(
         "statuses",
-        "Errors and hangs over time",
+        f"Errors and hangs {_over(figures)}",
         counts,
         labels,
         axis_name,
@@ -275,7 +283,7 @@ def _signals(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str) 
 
 def _cost(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str) -> str:
     cost = figures["cost"]
-    title = "<h2>Cost over time</h2>"
+    title = f"<h2>Cost {_over(figures)}</h2>"
     name = "cost_usd" if "cost_usd" in cost else "tokens" if "tokens" in cost else None
     if name is None:
         return title + (
@@ -289,7 +297,7 @@ def _cost(figures: Mapping[str, Any], labels: Sequence[str], axis_name: str) -> 
     ]
     return (
         title
-        + svg.line_chart("cost", "cost over time", labels, axis_name, series)
+        + svg.line_chart("cost", f"cost {_over(figures)}", labels, axis_name, series)
         + _legend([(s.name, s.colour) for s in series])
     )
 
