@@ -334,15 +334,15 @@ def score(task: Task, candidate: Path, out: Path) -> ScoreResult:
 
 
 def plain_outcomes(suite: Path, candidate: Path, work: Path) -> dict[tuple[str, str], str]:
-    """Plain pytest on the same layout as a sandboxed run (<root>/tests, the candidate on the
-    path): each JUnit testcase's outcome."""
+    """Plain pytest on the suite as the user laid it out (<root>/tests, <root>/heldout: the
+    ids scorewright reports), the candidate on the path: each JUnit testcase's outcome."""
     root = Path(tempfile.mkdtemp(dir=work))
-    shutil.copytree(suite, root / "tests")
+    shutil.copytree(suite, root / suite.name)
     (root / "pytest.ini").write_text("[pytest]\n")
     junit = root / "junit.xml"
     cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:scorewright"]
     cmd += ["-c", str(root / "pytest.ini"), "--rootdir", str(root), "--confcutdir", str(root)]
-    cmd += ["--junitxml", str(junit), str(root / "tests")]
+    cmd += ["--junitxml", str(junit), str(root / suite.name)]
     env = {"PATH": "/usr/local/bin:/usr/bin:/bin", "PYTHONPATH": str(candidate)}
     env |= {"HOME": str(root), "TMPDIR": str(root), "LANG": "C.UTF-8"}
     subprocess.run(cmd, cwd=root, env=env, capture_output=True, text=True, check=False)

@@ -29,6 +29,7 @@ from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.results import repeats as repeated
 from pytest_scorewright.results.candidate_coverage import candidate_files
+from pytest_scorewright.results.heldout_ids import with_heldout_ids
 from pytest_scorewright.sandbox import guarantees, host
 from pytest_scorewright.sandbox.workspace import CopyReport, require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
@@ -340,7 +341,7 @@ class Evaluator:
         repeats: list[float],
     ) -> ScoreResult:
         reference = ready.reference
-        return assemble(
+        assembled = assemble(
             path,
             [(suite.name, run) for suite, run in zip(suites, judged, strict=True)],
             copied,
@@ -358,6 +359,8 @@ class Evaluator:
                 judged[0][1].isolation.get("pytest_config"), self._dirs.tests
             ),
         )
+        heldout = self._dirs.heldout
+        return with_heldout_ids(assembled, heldout.name) if heldout is not None else assembled
 
     def score_many(
         self,

@@ -1,0 +1,53 @@
+"""Held-out test ids as the user laid them out, in the parent.
+
+Every run sees its suite at ``tests/`` in its work dir, so a held-out test's id comes back as
+``tests/test_strict.py::test_x`` although the file is ``heldout/test_strict.py`` (plugin mode
+says ``heldout/...``). The result says where the test is: the held-out records' ids, and those
+ids wherever the result's messages and integrity details name them, take the held-out
+directory's own name. Done last, on the assembled result, so that everything matched by id
+before (the reference's runs, anchors, benchmarks, limits) keeps the ids the runs used.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from pytest_scorewright.result import Integrity, ScoreResult
+
+#: Where every run sees its suite (sandbox/workspace.py).
+RUN_PREFIX = "tests/"
+
+
+def with_heldout_ids(result: ScoreResult, directory: str) -> ScoreResult:
+    """``result`` with each held-out test's id under ``directory/`` instead of ``tests/``."""
+    prefix = directory.strip("/") + "/"
+    if prefix == RUN_PREFIX or not directory:
+        return result
+    renamed = {
+        t.nodeid: prefix + t.nodeid[len(RUN_PREFIX) :]
+        for t in result.tests
+        if t.heldout and t.nodeid.startswith(RUN_PREFIX)
+    }
+    if not renamed:
+        return result
+    # Longest first: an id that is the start of another (a parametrized family) is not
+    # replaced inside the longer one.
+    order = sorted(renamed, key=len, reverse=True)
+
+    def say(text: str | None) -> str | None:
+        if not text:
+            return text
+        for old in order:
+            if old in text:
+                text = text.replace(old, renamed[old])
+        return text
+
+    tests = tuple(
+        dataclasses.replace(t, nodeid=renamed.get(t.nodeid, t.nodeid), message=say(t.message))
+        for t in result.tests
+    )
+    reasons = tuple(
+        dataclasses.replace(r, detail=say(r.detail) or "") for r in result.integrity.reasons
+    )
+    integrity: Integrity = dataclasses.replace(result.integrity, reasons=reasons)
+    return dataclasses.replace(result, tests=tests, integrity=integrity, error=say(result.error))
