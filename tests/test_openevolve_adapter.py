@@ -376,3 +376,16 @@ def test_a_call_the_loop_stopped_waiting_for_is_cancelled_and_leaves_nothing(
     core_result = core.score(TASK / "reference" / "solution.py")
     assert core_result.signal("pass_rate") == 1.0
     core.close()
+
+
+@pytest.mark.parametrize("group", [True, False], ids=["process-group", "controller-alone"])
+def test_openevolves_controller_killed_mid_run_leaves_nothing_of_ours(group: bool) -> None:
+    # OpenEvolve's real controller (a scripted model), SIGKILLed six seconds in, alone (its
+    # pool's workers live on) or with its whole process group: no process of ours serving
+    # it lives on, no work dir is left, no held-out test copy is readable by others.
+    from benchmarks.openevolve_killed import one
+
+    ok, line = one(6.0, group, settle=30.0)
+    assert ok, line
+    assert "0 work dirs" in line, line
+    assert " 0 of ours serving it" not in line, line  # it was killed while being served

@@ -376,3 +376,39 @@ def test_score_many_through_a_process_pool_executor() -> None:
     assert sorted(scores) == list(range(len(CANDIDATES)))
     assert scores[0] == 1.0  # honest_memo
 
+
+def test_work_dirs_of_a_caller_killed_with_every_cleaner_go_with_the_next_evaluator(
+    tmp_path: Path,
+) -> None:
+    # A container stopped or an OOM kill takes the caller, its warm parent and its janitor at
+    # once: the work dir it was making stays, a copy of the held-out tests in it. The next
+    # Evaluator on the same base removes it; a live caller's work dir stays.
+    base = tmp_path / "work"
+    base.mkdir()
+    made = subprocess.run(
+        [
+            sys.executable, "-c",
+            "import os, signal, sys\n"
+            "from pathlib import Path\n"
+            "from pytest_scorewright.sandbox.workspace import Workspace\n"
+            "ws = Workspace.create(Path(sys.argv[1]), 'solution', Path(sys.argv[2]), "
+            "base=Path(sys.argv[3]))\n"
+            "print(ws.root, flush=True)\n"
+            "os.kill(os.getpid(), signal.SIGKILL)\n",
+            str(TASK / "reference" / "solution.py"), str(TASK / "heldout"), str(base),
+        ],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert made.returncode == -signal.SIGKILL, made.stderr
+    left = Path(made.stdout.strip())
+    assert any(left.joinpath("tests").iterdir())  # the held-out tests' copy, left behind
+    from pytest_scorewright.sandbox.workspace import Workspace
+
+    mine = Workspace.create(TASK / "reference" / "solution.py", "solution", TASK / "tests", base)
+    try:
+        with Evaluator(TASK / "tests", reference=TASK / "reference", workdir=base) as ev:
+            ev.prepare()
+            assert not left.exists()
+            assert mine.root.exists()  # its owner (this process) is alive
+    finally:
+        mine.remove()

@@ -120,12 +120,13 @@ def _lines_while_the_caller_lives() -> Iterator[bytes]:
     forked may hold the pipe open long after: sandbox/owner.py)."""
     caller = owner.owner_pid()
     pidfd = owner.watch(caller)
+    pool = owner.watch(owner.pool_owner_pid())  # the caller's pool's owner, if any
+    owners = [fd for fd in (pidfd, pool) if fd is not None and fd >= 0]
     stdin = sys.stdin.fileno()
     buffered = b""
-    while not owner.gone(caller, pidfd):
-        watched = [stdin, *([pidfd] if pidfd is not None and pidfd >= 0 else [])]
-        readable, _, _ = select.select(watched, [], [], 1.0)
-        if pidfd is not None and pidfd in readable:
+    while not owner.gone(caller, pidfd) and pool != -1:
+        readable, _, _ = select.select([stdin, *owners], [], [], 1.0)
+        if any(fd in readable for fd in owners):
             return
         if stdin in readable:
             chunk = os.read(stdin, 1 << 16)

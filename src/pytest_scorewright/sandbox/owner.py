@@ -8,6 +8,11 @@ outlive it by minutes. So the caller's pid is passed in the environment and watc
 a pidfd (Linux 5.3+), which becomes readable when that process ends; where there is no
 pidfd, the parent pid is compared with the caller's (a helper is re-parented when its
 caller dies).
+
+A caller that is itself a multiprocessing worker (OpenEvolve's process pool imports the
+evaluation file, and so builds the Evaluator, in each worker) serves the process that
+started it: a pool worker whose parent died waits on its queue for ever. So that parent is
+watched too, and the helper ends its caller's runs when either ends.
 """
 
 from __future__ import annotations
@@ -17,11 +22,26 @@ import os
 
 #: The environment variable that names the caller's pid to a helper it starts.
 OWNER_ENV = "SCOREWRIGHT_OWNER_PID"
+#: ... and the pid of the process that started the caller, where it is a multiprocessing
+#: worker.
+POOL_OWNER_ENV = "SCOREWRIGHT_POOL_OWNER_PID"
 
 
 def owner_env() -> dict[str, str]:
-    """What a caller adds to a helper's environment: its own pid."""
-    return {OWNER_ENV: str(os.getpid())}
+    """What a caller adds to a helper's environment: its own pid, and its pool's owner's."""
+    import multiprocessing
+
+    env = {OWNER_ENV: str(os.getpid())}
+    parent = multiprocessing.parent_process()
+    if parent is not None and parent.pid:
+        env[POOL_OWNER_ENV] = str(parent.pid)
+    return env
+
+
+def pool_owner_pid() -> int | None:
+    """The pid of the process that started the caller as a multiprocessing worker, if so."""
+    text = os.environ.get(POOL_OWNER_ENV, "")
+    return int(text) if text.isdigit() and int(text) > 1 else None
 
 
 def owner_pid() -> int | None:

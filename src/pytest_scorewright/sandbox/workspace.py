@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.kernel.procfs import start_ticks
 from pytest_scorewright.sandbox import subids
 
 
@@ -164,6 +165,9 @@ class Workspace:
         janitor: WorkDirKeeper | None = None,
     ) -> Workspace:
         root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
+        pid = os.getpid()
+        # Its owner, for a later Evaluator to find it if every cleaner dies (leftovers.py).
+        (root / OWNER_FILE).write_text(f"{pid} {start_ticks(pid) or 0}\n", encoding="ascii")
         if janitor is not None:  # before anything is copied in
             janitor.made(root)
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
@@ -207,6 +211,10 @@ class Workspace:
         remove_work_dir(self.root, self.uid)
         if self.on_removed is not None:
             self.on_removed(self.root)
+
+
+#: A work dir's owner: the pid and start time of the process that made it (leftovers.py).
+OWNER_FILE = ".owner"
 
 
 def remove_work_dir(root: Path, uid: int | None) -> None:

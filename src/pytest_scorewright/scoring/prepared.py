@@ -13,7 +13,7 @@ from typing import Any
 
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES
-from pytest_scorewright.sandbox import guarantees, host
+from pytest_scorewright.sandbox import guarantees, host, leftovers
 from pytest_scorewright.sandbox.plan import RunPlanner
 from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.objectives import ObjectiveSet
@@ -115,6 +115,8 @@ def prepare(
     """Probe the host, start the warm parent, collect the suites and learn the reference
     (or adopt what another process ``learned``); a setup mistake is a ConfigError."""
     suites = dirs.suites
+    # Work dirs a dead caller left when every cleaner died with it (sandbox/leftovers.py).
+    leftovers.sweep(Path(settings.workdir) if settings.workdir else None)
     features = host.probe()
     use_namespaces = settings.namespaces and features.namespaces_unavailable is None
     # Every run is forked by the warm parent, a clean single-threaded process; warm=False

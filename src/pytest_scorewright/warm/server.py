@@ -109,9 +109,11 @@ def serve(inp: int, out: int) -> None:
     # caller forked still holds it (sandbox/owner.py).
     caller = owner.owner_pid()
     pidfd = owner.watch(caller)
-    if pidfd is not None and pidfd >= 0:
-        sel.register(pidfd, selectors.EVENT_READ, "owner")
-    if pidfd != -1:
+    pool = owner.watch(owner.pool_owner_pid())
+    for watched in (pidfd, pool):
+        if watched is not None and watched >= 0:
+            sel.register(watched, selectors.EVENT_READ, "owner")
+    if pidfd != -1 and pool != -1:
         with contextlib.suppress(BrokenPipeError):
             _serve(inp, out, sel, requests, jobs, fixed_roots, ended, caller, pidfd)
     _caller_gone(list(jobs.values()), {*fixed_roots, *ended})
