@@ -136,3 +136,34 @@ def test_result_hook_sees_the_result_before_it_is_written(
     pytester.makepyfile("def test_a(): pass")
     scored = run_scored("-s")
     scored.run.stdout.fnmatch_lines(["*SEEN 1.0*"])
+
+
+def test_held_out_ids_are_as_the_user_laid_them_out() -> None:
+    # Every run sees its suite at tests/; the result names a held-out test by its own
+    # directory, as plugin mode and plain pytest do, in its record and its own limits.
+    from pytest_scorewright.result import Reason, TestRecord
+    from pytest_scorewright.results.heldout_ids import with_heldout_ids
+    from pytest_scorewright.results.measure import build_result
+
+    records = [
+        TestRecord("tests/test_a.py::test_v", "passed", "call", False, 0.1),
+        TestRecord("tests/test_h.py::test_h[1]", "failed", "call", True, 0.1, "x"),
+        TestRecord("tests/test_h.py::test_h[10]", "passed", "call", True, 0.1),
+    ]
+    result = build_result(
+        records,
+        mode="evaluator",
+        duration_s=1.0,
+        reasons=[Reason("memorised_inputs", "tests/test_h.py::test_h[1] and tests/test_a.py")],
+        limits={"per_test": {"own": {"held-out": {"tests/test_h.py::test_h[10]": [5, 5]}}}},
+    )
+    moved = with_heldout_ids(result, "heldout")
+    assert [t.nodeid for t in moved.tests] == [
+        "tests/test_a.py::test_v",
+        "heldout/test_h.py::test_h[1]",
+        "heldout/test_h.py::test_h[10]",
+    ]
+    assert moved.integrity.reasons[0].detail == "heldout/test_h.py::test_h[1] and tests/test_a.py"
+    assert moved.limits is not None
+    assert moved.limits["per_test"]["own"]["held-out"] == {"heldout/test_h.py::test_h[10]": [5, 5]}
+    assert with_heldout_ids(result, "tests") is result

@@ -11,11 +11,15 @@ before (the reference's runs, anchors, benchmarks, limits) keeps the ids the run
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from pytest_scorewright.result import Integrity, ScoreResult
 
 #: Where every run sees its suite (sandbox/workspace.py).
 RUN_PREFIX = "tests/"
+#: The held-out suite's name (scoring/prepared.py), as ``limits.per_test.own`` keys it.
+HELDOUT_SUITE = "held-out"
 
 
 def with_heldout_ids(result: ScoreResult, directory: str) -> ScoreResult:
@@ -50,4 +54,22 @@ def with_heldout_ids(result: ScoreResult, directory: str) -> ScoreResult:
         dataclasses.replace(r, detail=say(r.detail) or "") for r in result.integrity.reasons
     )
     integrity: Integrity = dataclasses.replace(result.integrity, reasons=reasons)
-    return dataclasses.replace(result, tests=tests, integrity=integrity, error=say(result.error))
+    return dataclasses.replace(
+        result,
+        tests=tests,
+        integrity=integrity,
+        error=say(result.error),
+        limits=_limits(result.limits, renamed),
+    )
+
+
+def _limits(limits: Mapping[str, Any] | None, renamed: Mapping[str, str]) -> Any:
+    """The held-out tests' own limits (``limits.per_test.own``) under their new ids."""
+    per_test = (limits or {}).get("per_test")
+    if limits is None or not isinstance(per_test, dict):
+        return limits
+    own = per_test.get("own")
+    if not isinstance(own, dict) or HELDOUT_SUITE not in own:
+        return limits
+    moved = {renamed.get(k, k): v for k, v in own[HELDOUT_SUITE].items()}
+    return {**limits, "per_test": {**per_test, "own": {**own, HELDOUT_SUITE: moved}}}
