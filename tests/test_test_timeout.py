@@ -267,10 +267,8 @@ def test_duration_is_the_calls_wall_time_not_the_sum_of_its_runs(tmp_path: Path)
     assert duration > 0.9 * waited
 
 
-@pytest.mark.sandbox
-def test_a_candidate_that_hangs_on_a_few_inputs_is_scored_test_for_test_as_plain_pytest(
-    tmp_path: Path,
-) -> None:
+def _eight_cases(tmp_path: Path) -> tuple[Path, Path]:
+    """A parametrized test of eight cases, and its reference."""
     tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "test_many.py").write_text(
@@ -281,6 +279,14 @@ def test_a_candidate_that_hangs_on_a_few_inputs_is_scored_test_for_test_as_plain
     )
     reference = tmp_path / "reference.py"
     reference.write_text("def work(x):\n    return 2 * x\n", encoding="utf-8")
+    return tests, reference
+
+
+@pytest.mark.sandbox
+def test_a_candidate_that_hangs_on_a_few_inputs_is_scored_test_for_test_as_plain_pytest(
+    tmp_path: Path,
+) -> None:
+    tests, reference = _eight_cases(tmp_path)
     candidate = tmp_path / "hangs_twice.py"
     candidate.write_text(
         "def work(x):\n    while x in (1, 5):\n        pass\n    return 2 * x\n", encoding="utf-8"
@@ -299,16 +305,7 @@ def test_a_candidate_that_hangs_on_a_few_inputs_is_scored_test_for_test_as_plain
 def test_a_candidate_whose_first_tests_hang_gets_every_later_test_scored(tmp_path: Path) -> None:
     # The order of the tests does not decide the verdict: the two that hang come first, and
     # every later one is still run (under the short limits) and passes.
-    tests = tmp_path / "tests"
-    tests.mkdir()
-    (tests / "test_many.py").write_text(
-        "import pytest\nfrom solution import work\n\n\n"
-        "@pytest.mark.parametrize('x', range(8))\n"
-        "def test_work(x):\n    assert work(x) == 2 * x\n",
-        encoding="utf-8",
-    )
-    reference = tmp_path / "reference.py"
-    reference.write_text("def work(x):\n    return 2 * x\n", encoding="utf-8")
+    tests, reference = _eight_cases(tmp_path)
     candidate = tmp_path / "hangs_first.py"
     candidate.write_text(
         "def work(x):\n    while x in (0, 1):\n        pass\n    return 2 * x\n", encoding="utf-8"
