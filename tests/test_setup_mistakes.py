@@ -100,3 +100,34 @@ def test_prepare_refuses_a_module_the_tests_never_import(tmp_path: Path) -> None
     _task(tmp_path)
     with pytest.raises(ConfigError, match="did you mean --module topk"):
         Evaluator(tmp_path / "tests", reference=tmp_path / "reference").prepare()
+
+
+def test_the_evaluators_signature_is_every_setting_and_a_typo_gets_a_suggestion() -> None:
+    import inspect
+
+    from pytest_scorewright.evaluator import Evaluator
+    from pytest_scorewright.scoring.settings import OPTION_NAMES
+
+    parameters = inspect.signature(Evaluator.__init__).parameters
+    keywords = {n for n, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
+    # Every setting is a typed keyword of its own (help() and the type checker see them),
+    # and nothing else but the two the Evaluator keeps itself.
+    assert keywords == {*OPTION_NAMES, "objectives", "judge"}
+    assert all(parameters[n].annotation != "Any" for n in keywords)
+    tests = Path(__file__).resolve().parent / "corpus" / "roman" / "tests"
+    with pytest.raises(
+        ConfigError, match=r"^Evaluator has no option 'netwrok'; did you mean network\?$"
+    ):
+        Evaluator(tests, netwrok=True)  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^network must be True or False, not 'yes'$"):
+        Evaluator(tests, network="yes")  # type: ignore[arg-type]
+    with pytest.raises(ConfigError, match=r"^limits must be a pytest_scorewright.Limits"):
+        Evaluator(tests, limits={"timeout_s": 3})  # type: ignore[arg-type]
+
+
+def test_infrastructure_error_is_public() -> None:
+    import pytest_scorewright
+    from pytest_scorewright.errors import InfrastructureError
+
+    assert pytest_scorewright.InfrastructureError is InfrastructureError
+    assert "InfrastructureError" in pytest_scorewright.__all__

@@ -5,6 +5,7 @@ from typing import TYPE_CHECKING, Any
 from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import (
     ConfigError,
+    InfrastructureError,
     OutputPathError,
     ResultFormatError,
     ScorewrightError,
@@ -25,6 +26,7 @@ __all__ = [
     "Fitness",
     "FitnessContext",
     "FitnessFunction",
+    "InfrastructureError",
     "Integrity",
     "Judge",
     "JudgeSettings",

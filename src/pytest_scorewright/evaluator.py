@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from pytest_scorewright.errors import ConfigError, InfrastructureError
 from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
@@ -39,11 +39,18 @@ from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.prepared import Dirs, Learned, Prepared, prepare
 from pytest_scorewright.scoring.remeasure import combine_measurements, remeasured_suite
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, cancelled_by
-from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
+from pytest_scorewright.scoring.settings import (
+    OPTION_NAMES,
+    EvaluatorSettings,
+    PathLike,
+    unknown_option,
+)
 from pytest_scorewright.suite.collect import module_name_mistake
 
 #: The ``isolation`` choices (docs/isolation.md).
 ISOLATIONS = references.ISOLATIONS
+#: Every keyword option of the Evaluator (a test keeps it equal to the signature).
+_OPTIONS = (*OPTION_NAMES, "objectives", "judge")
 
 
 class Evaluator:
@@ -67,11 +74,61 @@ class Evaluator:
         self,
         tests: PathLike,
         *,
+        heldout: PathLike | None = None,
+        reference: PathLike | None = None,
+        module: str | Sequence[str] = "solution",
+        limits: Limits | None = None,
+        isolation: str = "auto",
+        network: bool = False,
+        warn_only: bool = False,
+        fail_closed: bool = False,
+        reference_baseline: bool = False,
+        fail_to_pass: Sequence[str] = (),
+        reference_repeats: int = 1,
+        repeats: int = 0,
+        env: Mapping[str, str] | None = None,
+        plugins: Sequence[str] = ("pytest_timeout",),
+        ini: Mapping[str, str] | None = None,
+        support_files: Sequence[PathLike] | None = None,
+        workdir: PathLike | None = None,
+        namespaces: bool = True,
+        require_isolation: bool | Sequence[str] = False,
+        warm: bool = True,
+        preload: Sequence[str] = (),
+        dedupe: bool = True,
+        coverage: bool = False,
         objectives: Mapping[str, ObjectiveSpec] | None = None,
         judge: Judge | None = None,
-        **options: Any,
+        **unknown: NoReturn,
     ) -> None:
-        settings = EvaluatorSettings.of(tests, **options)
+        if unknown:
+            raise ConfigError(unknown_option(sorted(unknown)[0], _OPTIONS))
+        settings = EvaluatorSettings.of(
+            tests,
+            heldout=heldout,
+            reference=reference,
+            module=module,
+            limits=limits,
+            isolation=isolation,
+            network=network,
+            warn_only=warn_only,
+            fail_closed=fail_closed,
+            reference_baseline=reference_baseline,
+            fail_to_pass=fail_to_pass,
+            reference_repeats=reference_repeats,
+            repeats=repeats,
+            env=env,
+            plugins=plugins,
+            ini=ini,
+            support_files=support_files,
+            workdir=workdir,
+            namespaces=namespaces,
+            require_isolation=require_isolation,
+            warm=warm,
+            preload=preload,
+            dedupe=dedupe,
+            coverage=coverage,
+        )
         if judge is not None and not isinstance(judge, Judge):
             raise ConfigError(f"judge must be a pytest_scorewright.Judge, not {judge!r}")
         #: The LLM judge (docs/judge.md): run here, in the parent, after a candidate's runs.

@@ -135,6 +135,8 @@ class Limits:
                 f"Limits.memory_mb {self.memory_mb} is less than a Python interpreter running "
                 f"pytest needs; give at least {MEMORY_MIN_MB} (e.g. 512)"
             )
+        if self.per_test is not None and not isinstance(self.per_test, TestLimits):
+            raise ConfigError("Limits.per_test is set by calibration; leave it out")
         if not isinstance(self.one_cpu, bool):
             raise ConfigError(f"Limits.one_cpu must be True or False, not {self.one_cpu!r}")
         t = self.test_timeout_s

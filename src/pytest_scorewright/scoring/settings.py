@@ -4,6 +4,7 @@ builds the same Evaluator again from :meth:`EvaluatorSettings.recipe`)."""
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -19,6 +20,11 @@ from pytest_scorewright.scoring.reference import ISOLATIONS, Isolation
 
 #: A path as callers give it.
 PathLike = str | os.PathLike[str]
+#: The options that are True or False.
+_BOOLS = (
+    "network", "fail_closed", "warn_only", "namespaces", "warm", "reference_baseline",
+    "dedupe", "coverage",
+)  # fmt: skip
 
 
 @dataclasses.dataclass(frozen=True)
@@ -134,6 +140,21 @@ class EvaluatorSettings:
         **flags: Any,
     ) -> EvaluatorSettings:
         """Settings from the Evaluator's keyword arguments; a bad value is a ConfigError."""
+        unknown = sorted(set(flags) - set(OPTION_NAMES))
+        if unknown:
+            raise ConfigError(unknown_option(unknown[0], OPTION_NAMES))
+        for name in _BOOLS:
+            if name in flags and not isinstance(flags[name], bool):
+                raise ConfigError(f"{name} must be True or False, not {flags[name]!r}")
+        for name in ("repeats", "reference_repeats"):
+            value = flags.get(name)
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                raise ConfigError(f"{name} must be a whole number, not {value!r}")
+        if limits is not None and not isinstance(limits, Limits):
+            raise ConfigError(
+                f"limits must be a pytest_scorewright.Limits, not {type(limits).__name__}; "
+                "e.g. Limits(timeout_s=30)"
+            )
         modules = (module,) if isinstance(module, str) else tuple(module)
         for name in modules or ("",):
             if not name.isidentifier():
@@ -205,7 +226,9 @@ class EvaluatorSettings:
         for key in here:
             del found[key]
         found["module"] = list(found.pop("modules"))
-        found["limits"] = dataclasses.asdict(self.limits)
+        found["limits"] = {
+            k: v for k, v in dataclasses.asdict(self.limits).items() if k != "per_test"
+        }
         for key in ("plugins", "support_files", "preload", "fail_to_pass"):
             found[key] = list(found[key])
         for key in ("env", "ini"):
@@ -219,3 +242,18 @@ def _inside(inner: PathLike, outer: PathLike) -> bool:
     """``inner`` is ``outer`` or lies below it (both resolved)."""
     a, b = Path(inner).resolve(), Path(outer).resolve()
     return a == b or b in a.parents
+
+
+#: Every keyword option of :meth:`EvaluatorSettings.of` (``module``, not ``modules``).
+OPTION_NAMES: tuple[str, ...] = tuple(
+    "module" if f.name == "modules" else f.name
+    for f in dataclasses.fields(EvaluatorSettings)
+    if f.name != "tests"
+)
+
+
+def unknown_option(name: str, known: Sequence[str]) -> str:
+    """The one line that answers an option nobody knows: the closest known one."""
+    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]}?" if close else f"; the options: {', '.join(known)}"
+    return f"Evaluator has no option {name!r}{hint}"
