@@ -79,7 +79,9 @@ def killer():
 
 threading.Thread(target=killer, daemon=True).start()
 """
-    + EVALUATE
+    # The program's first call sleeps 4 s (so that its runs live long enough to be killed):
+    # within its per-test limit, whatever the reference's own times.
+    + EVALUATE.replace("reference=", "test_timeout=10, reference=")
 )
 
 
@@ -149,7 +151,7 @@ def test_a_run_that_keeps_failing_for_a_reason_of_ours_is_not_a_score(tmp_path: 
 
 def test_the_scorewright_shinka_command_exits_3_when_not_scored(tmp_path: Path) -> None:
     (tmp_path / "evaluate.py").write_text(
-        KILLING_EVALUATE.replace(EVALUATE, "")
+        KILLING_EVALUATE.replace(EVALUATE.replace("reference=", "test_timeout=10, reference="), "")
         + "from pytest_scorewright.cli import main\nsys.exit(main())\n"
     )
     program = tmp_path / "main.py"
