@@ -103,32 +103,9 @@ class Evaluator:
     ) -> None:
         if unknown:
             raise ConfigError(unknown_option(sorted(unknown)[0], _OPTIONS))
-        settings = EvaluatorSettings.of(
-            tests,
-            heldout=heldout,
-            reference=reference,
-            module=module,
-            limits=limits,
-            isolation=isolation,
-            network=network,
-            warn_only=warn_only,
-            fail_closed=fail_closed,
-            reference_baseline=reference_baseline,
-            fail_to_pass=fail_to_pass,
-            reference_repeats=reference_repeats,
-            repeats=repeats,
-            env=env,
-            plugins=plugins,
-            ini=ini,
-            support_files=support_files,
-            workdir=workdir,
-            namespaces=namespaces,
-            require_isolation=require_isolation,
-            warm=warm,
-            preload=preload,
-            dedupe=dedupe,
-            coverage=coverage,
-        )
+        # Every option as given, by name (the signature lists them all; a test keeps it so).
+        given = {name: value for name, value in locals().items() if name in OPTION_NAMES}
+        settings = EvaluatorSettings.of(tests, **given)
         if judge is not None and not isinstance(judge, Judge):
             raise ConfigError(f"judge must be a pytest_scorewright.Judge, not {judge!r}")
         #: The LLM judge (docs/judge.md): run here, in the parent, after a candidate's runs.
