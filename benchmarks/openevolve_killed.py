@@ -78,7 +78,13 @@ def _ours_serving(owners: set[int]) -> list[int]:
 def _left_in(tmp: Path, texts: set[bytes]) -> tuple[list[str], list[str]]:
     """Copies of a held-out file readable by others, and every entry of ours left."""
     readable, ours = [], []
-    for path in tmp.rglob("*"):
+    # os.walk, not rglob: the warm parent may be removing the very directories looked at.
+    found = [
+        Path(top, name)
+        for top, dirs, files in os.walk(tmp, onerror=lambda _: None)
+        for name in (*dirs, *files)
+    ]
+    for path in found:
         try:
             info = path.lstat()
         except OSError:
@@ -97,14 +103,17 @@ def _left_in(tmp: Path, texts: set[bytes]) -> tuple[list[str], list[str]]:
 
 def _readable_by_others(path: Path, top: Path) -> bool:
     """Another uid can read ``path``: every directory down to it lets others through, and
-    the file lets them read."""
-    if not path.stat().st_mode & stat.S_IROTH:
-        return False
-    for parent in path.parents:
-        if parent == top.parent:
-            return True
-        if not parent.stat().st_mode & stat.S_IXOTH:
+    the file lets them read (False for one gone meanwhile)."""
+    try:
+        if not path.stat().st_mode & stat.S_IROTH:
             return False
+        for parent in path.parents:
+            if parent == top.parent:
+                return True
+            if not parent.stat().st_mode & stat.S_IXOTH:
+                return False
+    except OSError:
+        return False
     return True
 
 

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import json
 import os
+import platform
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -222,6 +224,48 @@ _AFTER_EVERYTHING = frozenset({"test_ray.py"})
 _COLD_FIRST = frozenset(
     {"test_test_timeout.py", "test_reference_applicability.py", "test_sandbox_modes.py"}
 )
+
+
+#: Whether the running test started a process (a subprocess, a fork, a spawn): set by an
+#: audit hook, read after each test (``slow`` must say so: the fast loop starts none).
+_STARTED: list[str] = []
+_PROCESS_EVENTS = frozenset({"subprocess.Popen", "os.fork", "os.forkpty", "os.posix_spawn"})
+
+
+def _note_process(event: str, args: tuple[object, ...]) -> None:
+    if event in _PROCESS_EVENTS and not _STARTED:
+        _STARTED.append(event)
+        if os.environ.get("SW_DEBUG_STARTS"):  # which call started it, when that is unclear
+            import traceback
+
+            traceback.print_stack(limit=12)
+
+
+# platform.processor() runs `uname -p` once a process, in whichever test builds the first
+# result's environment: run it here, before the hook counts.
+platform.processor()
+sys.addaudithook(_note_process)
+
+
+#: CPU seconds (this process's) over which a test must be marked ``slow``.
+_FAST_CPU_S = 1.5
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> object:
+    # The fast loop (-m "not slow") starts no process and spends little CPU: a test that
+    # does either must say so with `slow` (sandbox tests are slow already), or it fails
+    # here, so that the fast loop stays fast as tests are added.
+    _STARTED.clear()
+    cpu = time.process_time()
+    outcome = yield
+    cpu = time.process_time() - cpu
+    if not item.get_closest_marker("slow"):
+        if _STARTED:
+            pytest.fail(f"started a process ({_STARTED[0]}): mark the test @pytest.mark.slow")
+        if cpu > _FAST_CPU_S:
+            pytest.fail(f"took {cpu:.1f}s of CPU: mark the test @pytest.mark.slow")
+    return outcome
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:

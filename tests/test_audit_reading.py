@@ -12,6 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from pytest_scorewright.audit.facts import learn
 from pytest_scorewright.audit.oracle import Answer, answers, site_request
 from pytest_scorewright.audit.proposals import inputs
@@ -98,6 +100,7 @@ def _library(tmp_path: Path) -> tuple[Path, Path]:
     return package.parent, tests
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_named_parametrize_tables_and_starred_arguments_are_read_and_answered(
     tmp_path: Path,
 ) -> None:
@@ -133,6 +136,7 @@ def test_new_strings_keep_the_shape_of_the_ones_seen_with_new_numbers_in_it() ->
     )
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_a_gaming_candidate_keeps_the_literal_data_its_tests_read_while_collected(
     tmp_path: Path,
 ) -> None:

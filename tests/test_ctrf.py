@@ -78,6 +78,7 @@ def same_counts_as_pytest(summary: dict[str, int], outcomes: dict[str, int]) -> 
     assert summary["pending"] == 0
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["one process", "xdist"])
 def test_the_ctrf_report_counts_what_pytest_counts(
     pytester: pytest.Pytester, workers: list[str]
@@ -108,6 +109,7 @@ def test_the_ctrf_report_counts_what_pytest_counts(
     run.stdout.fnmatch_lines(["scorewright: wrote CTRF report *r.json"])
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_the_quickstart_ctrf_report_matches_pytests_summary(tmp_path: Path) -> None:
     report = tmp_path / "r.json"
     done = subprocess.run(
@@ -176,6 +178,7 @@ def test_an_unwritable_ctrf_path_is_a_usage_error(pytester: pytest.Pytester) -> 
     run.stderr.fnmatch_lines(["*--scorewright-ctrf: cannot write the result to *adir*"])
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_export_gives_the_report_the_plugin_wrote(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_mixed=MIXED)
     pytester.runpytest_subprocess(
@@ -197,6 +200,7 @@ def test_export_gives_the_report_the_plugin_wrote(pytester: pytest.Pytester) -> 
     assert json.loads((pytester.path / "again.json").read_text(encoding="utf-8")) == written
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_export_of_a_file_that_is_not_a_result_is_a_one_line_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.json"
     bad.write_text("{}")

@@ -259,6 +259,7 @@ def test_a_session_error_from_the_child_is_cut_to_a_line() -> None:
     assert len(verdict.error or "") < 1100
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_the_result_stays_under_its_bound_whatever_the_tests_messages() -> None:
     # Three thousand tests (a trusted suite may have them), each failing with the longest
     # message a run may send, written as escapes: 2048 * 6 bytes each, 37 MB in all.

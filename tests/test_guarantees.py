@@ -24,6 +24,7 @@ def test_an_unknown_guarantee_is_refused_before_any_run(tmp_path: Path) -> None:
     assert all(name in str(err.value) for name in GUARANTEES)
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_the_command_line_names_an_unknown_guarantee_in_one_line(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

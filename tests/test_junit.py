@@ -61,6 +61,7 @@ def test_junit_counts_match_pytests_own_junitxml(pytester: pytest.Pytester) -> N
     assert "one is not two" in text
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_the_export_command_writes_junit(pytester: pytest.Pytester) -> None:
     pytester.makepyfile(test_suite=SUITE)
     pytester.runpytest("--scorewright-out=r.json")

@@ -138,6 +138,7 @@ def test_no_import_loops() -> None:
     assert not loops, f"import loops: {loops}"
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_loading_the_child_side_loads_nothing_of_the_parents() -> None:
     # What a sandboxed run imports of ours (its processes, pytest's run, and our plugin), in
     # a fresh interpreter, so that nothing this test process loaded counts.

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import ClassVar
 
+import pytest
+
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.leaderboard import page, rank, table
 from pytest_scorewright.result import Policy, Reason, ScoreResult, TestRecord
@@ -79,6 +81,7 @@ def test_the_page_is_self_contained_and_escapes_names() -> None:
     assert 'class="flagged"' in html
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_the_cli_writes_the_table_and_the_page(tmp_path: Path) -> None:
     paths = []
     for name, result in (("good", _result(3, 3)), ("bad", _result(0, 3))):

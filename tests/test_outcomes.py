@@ -107,6 +107,7 @@ def test_failing_subtest_fails_its_test_and_counts_are_kept(
     assert unit["subtests"]["failed"] == 1
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_pytest_timeout_expiry_is_a_timeout_not_a_failure(
     pytester: pytest.Pytester, run_scored: RunScored
 ) -> None:
@@ -151,6 +152,7 @@ def test_tests_left_unrun_by_exitfirst_are_not_run(
         ("raise KeyboardInterrupt", "session interrupted (KeyboardInterrupt)"),
     ],
 )
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_an_interrupted_session_is_not_ok_and_unrun_tests_do_not_pass(
     pytester: pytest.Pytester, run_scored: RunScored, body: str, expected_error: str
 ) -> None:

@@ -171,6 +171,7 @@ def test_a_skip_from_candidate_code_still_counts_against_it(tmp_path: Path) -> N
     assert "skip_from_candidate" in {r.code for r in result.integrity.reasons}
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_not_applicable_records_stay_out_of_rates_divergence_and_heldout_checks() -> None:
     def record(name: str, outcome: str, heldout: bool) -> TestRecord:
         return TestRecord(f"t.py::{name}", outcome, "call", heldout, 0.1)  # type: ignore[arg-type]

@@ -161,6 +161,7 @@ def test_a_tree_naming_a_path_outside_its_directory_writes_nothing(tmp_path: Pat
     assert list(out.iterdir()) == []
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_a_worker_refuses_a_suite_bundle_that_does_not_match_its_hash(task: Path) -> None:
     recipe = {
         "tests": str(task / "tests"), "heldout": str(task / "heldout"),
@@ -180,6 +181,7 @@ def test_a_worker_refuses_a_suite_bundle_that_does_not_match_its_hash(task: Path
     assert score_remote(RemoteTask(suite.digest, portable, candidate, "t2")).kind == "need_suite"
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_a_worker_with_another_version_scores_nothing_and_says_which(tmp_path: Path) -> None:
     (tmp_path / "solution.py").write_text("X = 1\n")
     task = RemoteTask("0" * 64, {}, pack_candidate(tmp_path / "solution.py"), "t", "0.0.1")

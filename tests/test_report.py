@@ -113,6 +113,7 @@ class NoScore:
         raise ValueError("no")
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_a_result_without_a_fitness_reads_no_fitness_in_the_leaderboard(tmp_path: Path) -> None:
     paths = []
     for name, result in (
@@ -129,6 +130,7 @@ def test_a_result_without_a_fitness_reads_no_fitness_in_the_leaderboard(tmp_path
     assert re.search(r"\berror\s+hang\b", rows["hang"]), done.stdout
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_the_leaderboard_shows_the_top_n_and_says_how_many_were_ranked(tmp_path: Path) -> None:
     paths = [str(_result(i % 5, name=f"c{i}").write(tmp_path / f"c{i}.json")) for i in range(40)]
     page = tmp_path / "board.html"
@@ -208,6 +210,7 @@ def test_candidate_text_is_data_in_the_page_and_the_csv(tmp_path: Path) -> None:
     assert rows[0]["error"].startswith("'=HYPERLINK")  # a spreadsheet shows it, never runs it
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_csv_has_one_row_per_candidate_with_every_signal(tmp_path: Path) -> None:
     run = write_run(tmp_path / "run.jsonl", 200)
     out = tmp_path / "run.csv"
@@ -219,6 +222,7 @@ def test_csv_has_one_row_per_candidate_with_every_signal(tmp_path: Path) -> None
     assert [r["rank"] for r in rows] == [str(i) for i in range(1, 201)]
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_bad_input_is_one_line_naming_the_file_and_line(tmp_path: Path) -> None:
     missing = _cli("report", str(tmp_path / "nope.jsonl"), "--html", str(tmp_path / "r.html"))
     assert missing.returncode == 2

@@ -121,6 +121,7 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_scorewright_schema_prints_the_shipped_schema() -> None:
     done = _cli("schema")
     assert done.returncode == 0
@@ -128,6 +129,7 @@ def test_scorewright_schema_prints_the_shipped_schema() -> None:
     jsonschema.Draft202012Validator.check_schema(schema())
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_scorewright_show_prints_headlines_and_fails_cleanly(tmp_path: Path) -> None:
     path = _result().write(tmp_path / "r.json")
     done = _cli("show", str(path))
@@ -144,6 +146,7 @@ def test_scorewright_show_prints_headlines_and_fails_cleanly(tmp_path: Path) -> 
     assert len(binary.stderr.strip().splitlines()) == 1
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_an_unknown_option_gets_the_commands_usage_and_the_closest_option() -> None:
     done = _cli("score", "c.py", "--tests", "t", "--heldot", "h")
     assert done.returncode == 2
@@ -153,6 +156,7 @@ def test_an_unknown_option_gets_the_commands_usage_and_the_closest_option() -> N
     )
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_every_option_says_what_it_does_and_its_default() -> None:
     import argparse
 

@@ -77,6 +77,7 @@ def test_impossible_limits_are_refused(limits: dict[str, float], says: str) -> N
         Limits(**limits)  # type: ignore[arg-type]
 
 
+@pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_held_out_tests_inside_the_visible_ones_are_refused_in_one_line(tmp_path: Path) -> None:
     # `--tests .` in a task whose heldout/ sits beside tests/: the held-out tests would run
     # as visible ones, and their failures would reach the LLM.
