@@ -14,7 +14,7 @@ from pathlib import Path
 
 from _pytest.junitxml import mangle_test_address
 
-from pytest_scorewright.verify.workspace import extract_safely
+from pytest_scorewright.verify.checkout import extract_safely
 
 
 def download(specs: Sequence[str], cache: Path) -> str | None:

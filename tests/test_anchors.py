@@ -9,7 +9,7 @@ import pytest
 
 from pytest_scorewright.child.anchors import NotPlain, encode, make_anchor
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.integrity.anchors import matches
+from pytest_scorewright.integrity.anchor_evidence import matches
 from pytest_scorewright.result import ScoreResult
 
 TESTS = """

@@ -17,8 +17,8 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.judge import Judge, JudgeSettings
 from pytest_scorewright.judge.attach import judged
-from pytest_scorewright.judge.render import neutralised, render
-from pytest_scorewright.judge.settings import KEY_ENV
+from pytest_scorewright.judge.judge_settings import KEY_ENV
+from pytest_scorewright.judge.prompt_text import neutralised, render
 from pytest_scorewright.result import ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result
 from tests.judge_server import JudgeServer, judge_server, program_of

@@ -15,7 +15,7 @@ import pytest
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness
 from pytest_scorewright.judge import Judge
-from pytest_scorewright.judge.settings import KEY_ENV
+from pytest_scorewright.judge.judge_settings import KEY_ENV
 from tests.judge_server import judge_server
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes

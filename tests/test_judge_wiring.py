@@ -13,7 +13,7 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fitness import JUDGE_WEIGHT_CAP, Fitness
 from pytest_scorewright.judge import Judge
 from pytest_scorewright.judge.attach import judged
-from pytest_scorewright.judge.settings import KEY_ENV
+from pytest_scorewright.judge.judge_settings import KEY_ENV
 from pytest_scorewright.openevolve import artifacts, to_metrics
 from pytest_scorewright.result import ScoreResult, TestRecord
 from pytest_scorewright.results.measure import build_result

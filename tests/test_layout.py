@@ -188,3 +188,14 @@ def test_no_function_in_src_is_longer_than_the_limit() -> None:
                 if lines > MAX_FUNCTION_LINES:
                     long.append(f"{path.relative_to(CHILD_DIR.parent)}:{node.name} ({lines})")
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
+
+
+def test_every_module_has_a_name_of_its_own() -> None:
+    # A name says what a module does wherever it is read (a traceback, a grep, a review):
+    # two `settings.py` in two folders make every mention of one ambiguous.
+    seen: dict[str, list[str]] = {}
+    for path in sorted(CHILD_DIR.parent.rglob("*.py")):
+        if path.name not in ("__init__.py", "__main__.py"):
+            seen.setdefault(path.name, []).append(str(path.relative_to(CHILD_DIR.parent)))
+    repeated = {name: paths for name, paths in seen.items() if len(paths) > 1}
+    assert not repeated, repeated

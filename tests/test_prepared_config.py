@@ -428,7 +428,7 @@ def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path
         f"""
         from _pytest.config import _prepareconfig
         from pytest_scorewright.child.resume import process_state
-        from pytest_scorewright.suite.prepared import _open_fds, _start
+        from pytest_scorewright.suite.warm_config import _open_fds, _start
 
         class Broken:
             def pytest_configure(self, config):

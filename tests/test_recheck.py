@@ -20,7 +20,7 @@ import pytest
 
 from pytest_scorewright.child import recheck as child
 from pytest_scorewright.child.monitor import Monitor
-from pytest_scorewright.integrity import recheck as parent
+from pytest_scorewright.integrity import recheck_evidence as parent
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import FrameReader
 from pytest_scorewright.suite.rewritten import rewritten_suite

@@ -30,7 +30,7 @@ from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fanout.content import Tree, TreeBuilder, unpack
 from pytest_scorewright.fanout.dispatch import pack_candidate
 from pytest_scorewright.fanout.remote import RemoteTask, score_remote
-from pytest_scorewright.fanout.suite import pack_suite
+from pytest_scorewright.fanout.suite_bundle import pack_suite
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox.workspace import MAX_BYTES
 from tests.conftest import sandbox_processes

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.verify.workspace import extract_safely
+from pytest_scorewright.verify.checkout import extract_safely
 
 
 def _archive() -> io.BytesIO:

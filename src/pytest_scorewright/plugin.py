@@ -10,8 +10,8 @@ from pytest_scorewright import hookspecs
 from pytest_scorewright.child import bench
 from pytest_scorewright.child.anchors import Scorewright
 from pytest_scorewright.errors import OutputPathError
+from pytest_scorewright.pluginmode.plugin_options import PluginSettings, add_options
 from pytest_scorewright.pluginmode.recorder import ScoreRecorder
-from pytest_scorewright.pluginmode.settings import PluginSettings, add_options
 from pytest_scorewright.result import check_writable
 
 if TYPE_CHECKING:

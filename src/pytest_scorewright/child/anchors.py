@@ -2,7 +2,7 @@
 it with the value the reference solution produced.
 
 This module is the child's half (the fixture and the strict encoding); the parent compares
-in integrity/anchors.py. Example (a test in the trusted suite)::
+in integrity/anchor_evidence.py. Example (a test in the trusted suite)::
 
     def test_sorts(scorewright):
         scorewright.expect(solution.sort([3, 1, 2]))

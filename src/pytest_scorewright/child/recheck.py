@@ -5,8 +5,9 @@ data, and tells the monitor what each trusted test module defines.
 An operand is encoded from exact builtin types only (as anchored values are), within a small
 budget, without calling any of its methods: a subclass or an object of its own is sent as its
 type's name, never as a value it chose to show. The parent decodes the values and evaluates
-the comparison itself (integrity/recheck.py). Too large or unencodable operands are skipped,
-never failed. Without a parent (the bytecode run by hand, plugin mode) every call is a no-op.
+the comparison itself (integrity/recheck_evidence.py). Too large or unencodable operands are
+skipped, never failed. Without a parent (the bytecode run by hand, plugin mode) every call is
+a no-op.
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """Taking up, in the sandboxed child, a configuration the warm parent prepared.
 
 The warm parent parses pytest's configuration once per command line, and may start its
-session (suite/prepared.py); the child continues from there as ``pytest.main`` would. This
+session (suite/warm_config.py); the child continues from there as ``pytest.main`` would. This
 module is the child's part: drop the other configurations' import hooks, take on the
 process-wide state the configuration set, and run pytest's own ``wrap_session`` from the
 step after the start.

@@ -16,13 +16,13 @@ from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import write_atomic
 from pytest_scorewright.results.ctrf import ctrf_json
 from pytest_scorewright.verify import RepoTask, Verdict, Verifier, read_ids
+from pytest_scorewright.verify.checkout import export_base
 from pytest_scorewright.verify.environment import (
     DEFAULT_CACHE,
     Environment,
     base_requirements,
     ensure_venv,
 )
-from pytest_scorewright.verify.workspace import export_base
 
 #: Set in the environment of the command re-run under the task's interpreter.
 _INSIDE = "SCOREWRIGHT_VERIFY_PYTHON"

@@ -35,7 +35,7 @@ from typing import Any
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fanout.content import Tree, TreeBuilder
 from pytest_scorewright.fanout.remote import RemoteTask, Reply, held, score_remote
-from pytest_scorewright.fanout.suite import pack_suite
+from pytest_scorewright.fanout.suite_bundle import pack_suite
 from pytest_scorewright.fanout.tries import Tries, named
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult

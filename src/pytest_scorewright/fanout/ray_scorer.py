@@ -27,7 +27,7 @@ from pytest_scorewright.fanout.content import Tree
 from pytest_scorewright.fanout.dispatch import pack_candidate, remote_deadline_s
 from pytest_scorewright.fanout.ray_actor import SharedSuite, import_ray
 from pytest_scorewright.fanout.remote import RemoteTask, Reply
-from pytest_scorewright.fanout.suite import pack_suite
+from pytest_scorewright.fanout.suite_bundle import pack_suite
 from pytest_scorewright.fanout.tries import Tries, named
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult

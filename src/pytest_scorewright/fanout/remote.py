@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from pytest_scorewright._version import __version__
 from pytest_scorewright.errors import ConfigError, InfrastructureError, ScorewrightError
 from pytest_scorewright.fanout.content import TREE_MAX, Tree, unpack
-from pytest_scorewright.fanout.suite import recipe_at
+from pytest_scorewright.fanout.suite_bundle import recipe_at
 from pytest_scorewright.limits import Limits
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ SUITE_MAX = 8 * TREE_MAX
 @dataclass(frozen=True)
 class RemoteTask:
     """One try of one candidate, as it travels to a worker: the suite's key and portable
-    recipe (fanout/suite.py), the candidate's files, and a token of its own."""
+    recipe (fanout/suite_bundle.py), the candidate's files, and a token of its own."""
 
     suite: str
     recipe: dict[str, Any]

@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pytest_scorewright.integrity.codes import reason
-from pytest_scorewright.integrity.recheck import GIVEN, RETURNED
+from pytest_scorewright.integrity.recheck_evidence import GIVEN, RETURNED
 from pytest_scorewright.integrity.verdict import Canary, CanaryKey, RunVerdict, SideKey
 from pytest_scorewright.result import Reason, TestRecord
 

@@ -30,8 +30,8 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from pytest_scorewright._text import bound_message, clean, error_line
-from pytest_scorewright.integrity import recheck
-from pytest_scorewright.integrity.anchors import matches
+from pytest_scorewright.integrity import recheck_evidence as recheck
+from pytest_scorewright.integrity.anchor_evidence import matches
 from pytest_scorewright.integrity.codes import CODES, reason
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.wire import Anchor, ChildOutcome, PhaseReport

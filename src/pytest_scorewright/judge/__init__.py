@@ -13,6 +13,6 @@ the program it reads (docs/judge.md). Runs in the trusted parent only, never in 
 from __future__ import annotations
 
 from pytest_scorewright.judge.assess import Canary, Judge, Judgement
-from pytest_scorewright.judge.settings import JudgeSettings
+from pytest_scorewright.judge.judge_settings import JudgeSettings
 
 __all__ = ["Canary", "Judge", "JudgeSettings", "Judgement"]

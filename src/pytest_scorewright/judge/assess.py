@@ -18,15 +18,15 @@ from typing import Any
 from pytest_scorewright._text import bound_message
 from pytest_scorewright.fitness import EXAMPLE_PRICES_2026_11, cost_metrics
 from pytest_scorewright.judge.client import CallError, ChatClient, Reply
+from pytest_scorewright.judge.judge_settings import JudgeSettings
 from pytest_scorewright.judge.prompt import (
     exposed_messages,
     hardened_messages,
     planted,
     rubric_digest,
 )
-from pytest_scorewright.judge.render import RenderError, render
+from pytest_scorewright.judge.prompt_text import RenderError, render
 from pytest_scorewright.judge.reply import ReplyError, parse_reply
-from pytest_scorewright.judge.settings import JudgeSettings
 
 #: Judgements kept for re-proposed programs (least recently used dropped first).
 CACHE_SIZE = 4096
@@ -81,7 +81,7 @@ class Judge:
         evaluator = Evaluator("tests/", judge=judge)
         evaluator.score("candidate.py").signal("judge_score")  # None when not judged
 
-    Keywords are :class:`~pytest_scorewright.judge.settings.JudgeSettings`'; ``prices`` is
+    Keywords are :class:`~pytest_scorewright.judge.judge_settings.JudgeSettings`'; ``prices`` is
     the price table (USD per million tokens by model), the example table by default.
     """
 

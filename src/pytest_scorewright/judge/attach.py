@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.judge.assess import Judge, Judgement
-from pytest_scorewright.judge.render import RenderError, program_files
+from pytest_scorewright.judge.prompt_text import RenderError, program_files
 from pytest_scorewright.result import ScoreResult, Signal
 
 #: The key of ``ScoreResult.extra`` that holds the judgement.

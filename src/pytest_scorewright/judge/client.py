@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_scorewright._text import bound_message
-from pytest_scorewright.judge.settings import JudgeSettings
+from pytest_scorewright.judge.judge_settings import JudgeSettings
 
 #: How much of a server's error message a reason quotes.
 _ERROR_CHARS = 160

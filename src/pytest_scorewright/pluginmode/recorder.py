@@ -18,7 +18,7 @@ import pytest
 from pytest_scorewright._text import bound_message
 from pytest_scorewright.child.bench import BENCH_STATS
 from pytest_scorewright.errors import OutputPathError
-from pytest_scorewright.pluginmode.settings import PluginSettings
+from pytest_scorewright.pluginmode.plugin_options import PluginSettings
 from pytest_scorewright.protocol.phases import HELDOUT_ATTR, reduce_report
 from pytest_scorewright.result import Benchmark, CollectionError, ScoreResult, write_atomic
 from pytest_scorewright.results.ctrf import ctrf_json

@@ -97,10 +97,10 @@ class SandboxSpec:
     watch: MonitorPaths | None = None
     plugins: tuple[str, ...] = ()
     #: With namespaces: PID 1 bind-mounts ``bind_root`` (the run's work dir) on
-    #: ``fixed_root``, the path every other path of the spec names (suite/prepared.py).
+    #: ``fixed_root``, the path every other path of the spec names (suite/warm_config.py).
     bind_root: str = ""
     fixed_root: str = ""
-    #: The suite's initial conftest.py must be loaded before configuring (suite/prepared.py).
+    #: The suite's initial conftest.py must be loaded before configuring (suite/warm_config.py).
     early_conftests: bool = False
     #: Out-of-process isolation (child/proxy.py): how the candidate's own process is confined,
     #: the module names the tests reach it by, what its sys.path gains, and the paths hidden

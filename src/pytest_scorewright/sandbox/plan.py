@@ -36,8 +36,8 @@ from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.janitor import Janitor
 from pytest_scorewright.sandbox.workspace import Workspace
 from pytest_scorewright.suite.early_hooks import needs_early_conftest, needs_parsing_in_run
-from pytest_scorewright.suite.prepared import STARTABLE_PLUGINS
 from pytest_scorewright.suite.rewritten import lay_down, rewritten_suite
+from pytest_scorewright.suite.warm_config import STARTABLE_PLUGINS
 
 #: Directories every Python needs to read; the rest of the file system is closed to the
 #: child where Landlock is available.
@@ -433,7 +433,7 @@ class RunPlanner:
         self, suites: Sequence[Path], warm: bool
     ) -> tuple[Path | None, str]:
         """The fixed path every run's work dir is mounted at, so that the warm parent can
-        parse pytest's configuration once (suite/prepared.py), or None where that would not
+        parse pytest's configuration once (suite/warm_config.py), or None where that would not
         give the run pytest.main gives; and why runs might still parse it themselves."""
         s = self.settings
         if not warm or not s.use_namespaces:

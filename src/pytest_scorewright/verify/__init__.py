@@ -5,7 +5,7 @@ parent deciding each outcome (docs/verify.md)."""
 from __future__ import annotations
 
 from pytest_scorewright.verify.task import RepoTask, read_ids
-from pytest_scorewright.verify.verdict import Verdict
+from pytest_scorewright.verify.task_verdict import Verdict
 from pytest_scorewright.verify.verifier import Verifier
 
 __all__ = ["RepoTask", "Verdict", "Verifier", "read_ids"]

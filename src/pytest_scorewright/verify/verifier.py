@@ -17,13 +17,13 @@ from types import TracebackType
 from typing import Any
 
 import pytest_scorewright.verify.baseconfig as baseconfig
-import pytest_scorewright.verify.workspace as workspace
+import pytest_scorewright.verify.checkout as workspace
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.verify.infra import changes
 from pytest_scorewright.verify.task import RUN_TESTS, RepoTask, run_id
-from pytest_scorewright.verify.verdict import Verdict
+from pytest_scorewright.verify.task_verdict import Verdict
 
 
 class Verifier:

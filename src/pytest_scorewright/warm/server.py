@@ -38,7 +38,7 @@ from pytest_scorewright.protocol.wire import (
 from pytest_scorewright.sandbox import owner, subids
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.placement import free_cpu
-from pytest_scorewright.suite.prepared import prepare
+from pytest_scorewright.suite.warm_config import prepare
 from pytest_scorewright.warm.parent import UNLIMITED
 
 #: Ended runs' work dirs kept before those already removed are dropped from the list.
