@@ -22,23 +22,20 @@ from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
 from pytest_scorewright.fanout.pipelines import JOBS_PER_PIPELINE, Pipelines, pipeline_sizes
 from pytest_scorewright.fanout.window import bounded
 from pytest_scorewright.integrity.codes import choose_policy
-from pytest_scorewright.integrity.verdict import RunVerdict
 from pytest_scorewright.judge.assess import Judge
 from pytest_scorewright.judge.attach import judged
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.results import repeats as repeated
-from pytest_scorewright.results.candidate_coverage import candidate_files
-from pytest_scorewright.results.heldout_ids import with_heldout_ids
 from pytest_scorewright.sandbox import guarantees, host
-from pytest_scorewright.sandbox.workspace import CopyReport, require_candidate, require_dir
+from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
-from pytest_scorewright.scoring.assemble import assemble, infrastructure_result, unscored_result
+from pytest_scorewright.scoring.assemble import infrastructure_result, unscored_result
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
+from pytest_scorewright.scoring.one_candidate import OneCandidate
 from pytest_scorewright.scoring.prepared import Dirs, Learned, Prepared, prepare
-from pytest_scorewright.scoring.remeasure import combine_measurements, remeasured_suite
-from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, cancelled_by
+from pytest_scorewright.scoring.runs import Expected, Runner, Suite, cancelled_by
 from pytest_scorewright.scoring.settings import (
     OPTION_NAMES,
     EvaluatorSettings,
@@ -326,75 +323,10 @@ class Evaluator:
             return self.score(path, **options)
 
     def _score(self, ready: Prepared, path: Path, suites: Sequence[Suite]) -> ScoreResult:
-        reference = ready.reference
-        judged, copied, visible_s = ready.run(path, suites)
-        for suite, (verdict, _) in zip(suites, judged, strict=True):
-            applicability = reference.applicability.get(suite.name)
-            if applicability is not None:
-                verdict.records = applicability.apply(verdict.records)
-        repeats = [judged[0][0].timing.tests_s]
-        for _ in range(self._settings.repeats):
-            ((again, _),), _, _ = ready.run(path, suites[:1], visible_s)
-            repeats.append(again.timing.tests_s)
-        result = self._assemble(ready, path, suites, judged, copied, repeats)
-        narrowed = remeasured_suite(result, suites[0])
-        if narrowed is None:
-            return result
-        again, beside = self._side_by_side(ready, path, narrowed, visible_s)
-        combine_measurements(judged[0][0], again, beside, ready.reference.bench)
-        claimed = result.signal("speedup")
-        result = self._assemble(ready, path, suites, judged, copied, repeats)
-        measured = {"speedup_measured": [claimed, result.signal("speedup")]}
-        return dataclasses.replace(result, extra={**result.extra, **measured})
-
-    def _side_by_side(
-        self, ready: Prepared, path: Path, suite: Suite, share: float
-    ) -> tuple[RunVerdict, RunVerdict | None]:
-        """The candidate's re-measurement, with the reference's run of the same tests beside
-        it when there is a reference (scoring/remeasure.py)."""
-        reference = self._dirs.reference
-        if reference is None:
-            ((again, _),), _, _ = ready.run(path, [suite], share)
-            return again, None
-        (again, _), (beside, _) = ready.runner.side_by_side(
-            [path, reference],
-            suite,
-            share,
-            isolated=ready.reference.isolated,
-            anchors=ready.reference.anchors,
-        )
-        return again, beside
-
-    def _assemble(
-        self,
-        ready: Prepared,
-        path: Path,
-        suites: Sequence[Suite],
-        judged: Sequence[Judged],
-        copied: CopyReport,
-        repeats: list[float],
-    ) -> ScoreResult:
-        reference = ready.reference
-        assembled = assemble(
-            path,
-            [(suite.name, run) for suite, run in zip(suites, judged, strict=True)],
-            copied,
-            repeats,
-            reference=reference,
-            policy=self._policy,
-            limits=ready.limits,
-            network=self._settings.network,
-            reference_failures=(
-                reference.failures() if self._settings.reference_baseline else None
-            ),
-            objectives=self._objectives,
-            covered_files=candidate_files(path, self.module) if self._settings.coverage else None,
-            pytest_config=ready.runner.planner.pytest_config_record(
-                judged[0][1].isolation.get("pytest_config"), self._dirs.tests
-            ),
-        )
-        heldout = self._dirs.heldout
-        return with_heldout_ids(assembled, heldout.name) if heldout is not None else assembled
+        """The candidate's trip, top to bottom: scoring/one_candidate.py."""
+        return OneCandidate(
+            ready, self._dirs, self._settings, self._policy, self._objectives
+        ).score(path, suites)
 
     def score_many(
         self,
