@@ -12,15 +12,14 @@ import dataclasses
 import functools
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import Executor, ThreadPoolExecutor
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_scorewright.errors import ConfigError, InfrastructureError
-from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
-from pytest_scorewright.fanout.pipelines import JOBS_PER_PIPELINE, Pipelines, pipeline_sizes
-from pytest_scorewright.fanout.window import bounded
+from pytest_scorewright.fanout.many_at_once import Fanout, pipeline_arguments
+from pytest_scorewright.fanout.pipelines import Pipelines, pipeline_sizes
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.judge.assess import Judge
 from pytest_scorewright.judge.attach import judged
@@ -376,57 +375,17 @@ class Evaluator:
         # Prepared here, before any work goes out: a setup mistake is raised once, and never
         # comes back from every worker as a candidate's failure.
         ready = self._prepared()
-        unscored = functools.partial(unscored_result, limits=ready.limits)
-        # One candidate never stops the others: whatever goes wrong with one (its worker
-        # lost, a bug of ours) becomes its own result, and the rest are scored.
-        if executor is not None:
-            remote = RemoteBatch(
-                executor,
-                self.recipe,
-                paths,
-                limits=self._settings.limits,
-                retries=retries,
-                deadline_s=deadline_s
-                if deadline_s is not None
-                else remote_deadline_s(ready.limits, self._settings.repeats),
-                slots=workers,
-                unscored=unscored,
-            )
-            yield from self._judged_each(paths, remote)
-            return
-        if ready.runner.warm is None or workers == 1:
-            yield from self._one_at_a_time(paths, unscored)
-            return
-        if workers > JOBS_PER_PIPELINE and self._objectives.portable:
-            # More than one process keeps fed: pipelines of their own (fanout/pipelines.py).
-            batch = self._pipelines_for(workers, ready).score_many(paths, unscored)
-            yield from self._judged_each(paths, batch)
-            return
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="scorewright") as pool:
-            try:
-                yield from bounded(pool, self.score, paths, 2 * workers, failed=unscored)
-            except KeyboardInterrupt:
-                self.cancel("interrupted")  # before the pool waits for its threads' runs
-                pool.shutdown(wait=False, cancel_futures=True)
-                raise
-
-    def _judged_each(
-        self, paths: Sequence[Path], batch: Iterable[tuple[int, ScoreResult]]
-    ) -> Iterator[tuple[int, ScoreResult]]:
-        """Results scored elsewhere (pipeline processes, an executor's workers), judged here:
-        the judge and its key stay in this process."""
-        for index, result in batch:
-            yield index, judged(self.judge, result, paths[index]) if self.judge else result
-
-    def _one_at_a_time(
-        self, paths: Sequence[Path], unscored: Callable[[Path, BaseException], ScoreResult]
-    ) -> Iterator[tuple[int, ScoreResult]]:
-        for index, path in enumerate(paths):
-            try:
-                result = self.score(path)
-            except Exception as exc:
-                result = unscored(path, exc)
-            yield index, result
+        judge = self.judge
+        fanout = Fanout(
+            self,
+            ready,
+            self._settings,
+            self._objectives.portable,
+            (lambda result, path: judged(judge, result, path)) if judge is not None else None,
+            functools.partial(self._pipelines_for, ready=ready),
+            functools.partial(unscored_result, limits=ready.limits),
+        )
+        yield from fanout.run(paths, workers, executor, retries, deadline_s)
 
     def _pipelines_for(self, workers: int, ready: Prepared) -> Pipelines:
         """Pipeline processes for ``workers`` candidates at once, started on first use and
@@ -439,8 +398,8 @@ class Evaluator:
                 self._pipelines.close()
                 self._pipelines = None
             if self._pipelines is None:
-                here = {"workdir": self._settings.workdir, "namespaces": self._settings.namespaces}
-                self._pipelines = Pipelines({**self.recipe, **here}, ready.learned(), sizes)
+                arguments = pipeline_arguments(self.recipe, self._settings)
+                self._pipelines = Pipelines(arguments, ready.learned(), sizes)
             return self._pipelines
 
     def cancel(self, why: str = "scoring was cancelled") -> None:
