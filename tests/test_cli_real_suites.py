@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright import cli
+from pytest_scorewright import cli, command_options
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
 
@@ -23,7 +23,7 @@ def _evaluator(tmp_path: Path, *argv: str) -> Evaluator:
     (reference / "second.py").write_text("TWO = 2\n")
     argv = ("--reference", str(reference), *argv)
     args = cli.build_parser().parse_args(["score", str(reference), "--tests", str(tests), *argv])
-    return cli.options.evaluator_from_args(args)
+    return command_options.evaluator_from_args(args)
 
 
 @pytest.mark.sandbox

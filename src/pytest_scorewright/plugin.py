@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from pytest_scorewright import hookspecs
+import pytest_scorewright.hookspecs as hookspecs
 from pytest_scorewright.child import bench
 from pytest_scorewright.child.anchors import Scorewright
 from pytest_scorewright.errors import OutputPathError

@@ -177,7 +177,7 @@ def add_shinka_arguments(
         default=[f"{k}={v}" for k, v in dict(defaults.get("fitness_config") or {}).items()],
         help="A fitness setting (repeatable), e.g. objective=radii with --fitness objective",
     )
-    from pytest_scorewright.cli.options import add_judge_option, add_objective_options
+    from pytest_scorewright.command_options import add_judge_option, add_objective_options
 
     add_objective_options(parser)
     add_judge_option(parser)
@@ -252,7 +252,7 @@ def _fitness(args: argparse.Namespace) -> Fitness:
 
 
 def _objectives(args: argparse.Namespace) -> dict[str, Any]:
-    from pytest_scorewright.cli.options import objectives_from_args
+    from pytest_scorewright.command_options import objectives_from_args
 
     return {**dict(getattr(args, "objectives", None) or {}), **objectives_from_args(args)}
 
@@ -260,7 +260,7 @@ def _objectives(args: argparse.Namespace) -> dict[str, Any]:
 def _score(args: argparse.Namespace) -> tuple[ScoreResult | None, str]:
     """The program's result, scored again while it fails for a reason of ours; the last such
     result (None if no Evaluator could be built) and its error when retries run out."""
-    from pytest_scorewright.cli.options import judge_from_args
+    from pytest_scorewright.command_options import judge_from_args
 
     result: ScoreResult | None = None
     error = ""

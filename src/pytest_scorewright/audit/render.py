@@ -7,8 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_scorewright._text import clean
-from pytest_scorewright.report.page import document
-from pytest_scorewright.report.svg import text
+from pytest_scorewright.html_page import document, text
 
 LOUD = "!!! scorewright CREDITS"
 #: Tests that kill no mutant, named at most in the terminal (a real suite has hundreds).

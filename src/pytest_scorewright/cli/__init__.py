@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.cli import commands
-from pytest_scorewright.cli.options import (
+from pytest_scorewright.command_options import (
     add_evaluator_options,
     add_fitness_options,
     jobs_option,

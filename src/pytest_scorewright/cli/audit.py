@@ -10,7 +10,7 @@ from typing import Any
 
 from pytest_scorewright.audit import Inputs, audit_evaluator, audit_suite
 from pytest_scorewright.audit.render import evaluator_lines, html_page, suite_lines
-from pytest_scorewright.cli.options import evaluator_from_args, ini_options
+from pytest_scorewright.command_options import evaluator_from_args, ini_options
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.result import check_writable, write_atomic
 

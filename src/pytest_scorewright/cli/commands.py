@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from pytest_scorewright._text import clean
-from pytest_scorewright.cli.options import evaluator_from_args, fitness_from_args
+from pytest_scorewright.command_options import evaluator_from_args, fitness_from_args
 from pytest_scorewright.errors import (
     ConfigError,
     OutputPathError,
@@ -347,7 +347,7 @@ def _batch_table(rows: Sequence[tuple[float, str]]) -> list[str]:
 
 
 def cmd_leaderboard(args: argparse.Namespace) -> int:
-    from pytest_scorewright import leaderboard
+    import pytest_scorewright.leaderboard as leaderboard
 
     if args.html:
         check_writable(args.html)

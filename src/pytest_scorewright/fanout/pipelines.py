@@ -4,7 +4,7 @@ One process can only keep so many runs fed: each candidate costs its caller work
 copies and removals, the static scan, decoding and the verdict, all in one interpreter
 (issue 28's profile of a 16-core machine: the caller at 105% CPU, the machine a third idle).
 So ``score_many`` with more than :data:`JOBS_PER_PIPELINE` workers spreads candidates over
-pipeline processes (``pipeline_process.py``), each an Evaluator of its own, with its own
+pipeline processes (``workers/pipeline_process.py``), each an Evaluator of its own, with its own
 warm parent, built from this Evaluator's recipe and from what it has learned (the suites'
 test ids, the reference's runs, the calibrated limits: ``scoring/prepared.py`` Learned), so
 every pipeline scores exactly as this process would, and no reference runs again. Every
@@ -80,7 +80,7 @@ class _Pipeline:
         # The caller's own import path: the pipeline must import this very package.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "pytest_scorewright.fanout.pipeline_process"],
+            [sys.executable, "-m", "pytest_scorewright.workers.pipeline_process"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,

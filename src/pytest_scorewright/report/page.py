@@ -9,36 +9,15 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import pytest_scorewright.report.svg as svg
+from pytest_scorewright.html_page import document, text
 from pytest_scorewright.report.records import Candidate
 from pytest_scorewright.report.status import BROKEN, COLOURS, STATUSES
-from pytest_scorewright.report.svg import Series, text
+from pytest_scorewright.report.svg import Series
 
 #: At most this many speed and objective signals get a chart (the CSV has every one).
 MAX_SIGNAL_CHARTS = 8
 _TROUBLE = (*BROKEN, "no fitness", "not scored")
 _CODE_COLOURS = ("#cf222e", "#bc4c00", "#bf8700", "#8250df", "#0969da", "#1a7f37", "#57606a")
-
-_STYLE = """
-body { font-family: system-ui, sans-serif; margin: 1.5rem auto; max-width: 1160px;
-  padding: 0 1rem; color: #1b1f24; }
-h1 { font-size: 1.4rem; margin-bottom: 0.2rem; }
-h2 { font-size: 1.1rem; margin: 2rem 0 0.3rem; border-bottom: 1px solid #d0d7de; }
-p.meta, p.note { color: #57606a; margin: 0.2rem 0; }
-.cards { display: flex; flex-wrap: wrap; gap: 0.6rem; margin: 1rem 0; }
-.card { border: 1px solid #d0d7de; border-radius: 6px; padding: 0.4rem 0.8rem; }
-.card b { display: block; font-size: 1.2rem; }
-.legend span { display: inline-block; margin-right: 1rem; font-size: 0.85rem; }
-.swatch { display: inline-block; width: 0.8rem; height: 0.8rem; margin-right: 0.3rem;
-  vertical-align: middle; }
-table { border-collapse: collapse; font-size: 0.85rem; width: 100%; }
-th, td { padding: 0.25rem 0.5rem; border-bottom: 1px solid #d0d7de; text-align: left; }
-th { background: #f6f8fa; }
-.status { color: #fff; border-radius: 4px; padding: 0 0.35rem; white-space: nowrap; }
-.status.light { color: #1b1f24; }
-details { border-bottom: 1px solid #eaeef2; padding: 0.3rem 0; font-size: 0.85rem; }
-details pre { white-space: pre-wrap; background: #f6f8fa; padding: 0.4rem; margin: 0.3rem 0; }
-code { font-size: 0.85em; }
-"""
 
 
 def _pct(value: float | None) -> str:
@@ -393,18 +372,3 @@ def page(
         f"<p class=note>Statuses: {', '.join(STATUSES)} (docs/report.md).</p>",
     ]
     return document("scorewright run report", body)
-
-
-def document(title: str, body: Sequence[str]) -> str:
-    """A whole page around ``body`` (HTML already escaped): the report's style, and a
-    Content-Security-Policy under which nothing is fetched and no script runs."""
-    return (
-        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">\n'
-        # Nothing is fetched when the page is opened, and no script runs, whatever the text.
-        '<meta http-equiv="Content-Security-Policy" content="default-src \'none\'; '
-        "style-src 'unsafe-inline'\">\n"
-        '<meta name="viewport" content="width=device-width, initial-scale=1">\n'
-        f"<title>{text(title)}</title><style>{_STYLE}</style></head><body>\n"
-        + "\n".join(body)
-        + "\n</body></html>\n"
-    )

@@ -8,21 +8,15 @@ codes come from result files, which candidates influence.
 
 from __future__ import annotations
 
-import html
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from pytest_scorewright._text import clean
+from pytest_scorewright.html_page import text
 
 WIDTH = 1100
 HEIGHT = 240
 LEFT, RIGHT, TOP, BOTTOM = 56, 16, 14, 44
-
-
-def text(value: str, limit: int = 200) -> str:
-    value = clean(value)
-    return html.escape(value if len(value) <= limit else value[: limit - 1] + "…")
 
 
 @dataclass(frozen=True)

@@ -1,5 +1,6 @@
-"""The options the scoring commands share (evaluator, fitness, objectives), and the
-Evaluator and Fitness they build; also used by ``scorewright shinka``."""
+"""The command-line options the scoring commands share (evaluator, fitness, objectives, the
+judge), and the Evaluator and Fitness they build: below both ``cli/`` and the Shinka adapter
+(``scorewright shinka`` and ``shinka_main``), which use them."""
 
 from __future__ import annotations
 

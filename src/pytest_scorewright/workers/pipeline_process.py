@@ -1,4 +1,4 @@
-"""A scoring pipeline's own process (``python -m pytest_scorewright.fanout.pipeline_process``).
+"""A scoring pipeline's own process (``python -m pytest_scorewright.workers.pipeline_process``).
 
 Started by :class:`~pytest_scorewright.fanout.pipelines.Pipelines`. It builds an Evaluator
 from the caller's recipe and adopts what the caller learned (no collection, no reference
