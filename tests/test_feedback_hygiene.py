@@ -23,6 +23,7 @@ from pytest_scorewright.shinka import shinka_files
 _DANGEROUS = ("\x1b", "\x07", "\r", "\x9b", "\u202e")
 
 
+@pytest.mark.slow  # takes seconds of CPU (hypothesis)
 @given(st.text())
 def test_clean_leaves_no_control_character_and_is_idempotent(text: str) -> None:
     cleaned = clean(text)
