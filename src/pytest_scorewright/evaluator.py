@@ -17,7 +17,7 @@ from concurrent.futures import Executor
 from pathlib import Path
 from typing import Any, NoReturn
 
-from pytest_scorewright.errors import ConfigError, InfrastructureError
+from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fanout.many_at_once import Fanout, pipeline_arguments
 from pytest_scorewright.fanout.pipelines import Pipelines, pipeline_sizes
 from pytest_scorewright.integrity.codes import choose_policy
@@ -29,7 +29,7 @@ from pytest_scorewright.results import repeats as repeated
 from pytest_scorewright.sandbox import guarantees, host
 from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
-from pytest_scorewright.scoring.assemble import infrastructure_result, unscored_result
+from pytest_scorewright.scoring.assemble import ours, unscored_result
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.one_candidate import OneCandidate
@@ -256,20 +256,7 @@ class Evaluator:
         if self._file_mistake is not None and path.is_file():
             raise ConfigError(self._file_mistake)  # a setup mistake, never a candidate's 0
         ready = self._prepared()
-        expected_visible = ready.expected_visible
-        if only is not None:
-            wanted = set(only)
-            unknown = wanted - {nodeid for nodeid, _ in expected_visible}
-            if unknown:
-                raise ConfigError(f"no visible test {sorted(unknown)[0]!r}; use ids the suite has")
-            expected_visible = [e for e in expected_visible if e[0] in wanted]
-        select = [nodeid for nodeid, _ in expected_visible] if only is not None else None
-        suites = self._dirs.runs(
-            expected_visible,
-            ready.expected_heldout if heldout else None,
-            select,
-            ready.reference.messages,
-        )
+        suites = ready.suites(self._dirs, only, heldout=heldout)
         key = self._seen.key(path, only, heldout)
         if (seen := self._seen.get(key, path)) is not None:
             return seen
@@ -284,14 +271,7 @@ class Evaluator:
         except ConfigError:
             raise
         except Exception as exc:  # ours or the machine's: said so, and the next is scored
-            error = (
-                str(exc)
-                if isinstance(exc, InfrastructureError)
-                else (f"scorewright failed ({type(exc).__name__}: {exc}); please report it")
-            )
-            return infrastructure_result(
-                path, error, time.monotonic() - started, limits=ready.limits
-            )
+            return ours(path, exc, time.monotonic() - started, limits=ready.limits)
 
     def confirm(self, candidate: PathLike, k: int = 5, **options: Any) -> ScoreResult:
         """Measure ``candidate`` k more times and credit each signal at the worse end of its

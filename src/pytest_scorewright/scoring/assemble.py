@@ -230,3 +230,14 @@ def unscored_result(path: Path, exc: BaseException, *, limits: Limits) -> ScoreR
         return infrastructure_result(path, str(exc), 0.0, limits=limits, ours=False)
     error = str(exc) if isinstance(exc, InfrastructureError) else f"{type(exc).__name__}: {exc}"
     return infrastructure_result(path, f"could not be scored: {error}", 0.0, limits=limits)
+
+
+def ours(path: Path, exc: BaseException, wall_s: float, *, limits: Limits) -> ScoreResult:
+    """The result of a candidate whose scoring failed for a reason of ours or the machine's
+    (an :class:`InfrastructureError` says which; anything else is a bug to report)."""
+    error = (
+        str(exc)
+        if isinstance(exc, InfrastructureError)
+        else f"scorewright failed ({type(exc).__name__}: {exc}); please report it"
+    )
+    return infrastructure_result(path, error, wall_s, limits=limits)

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES
 from pytest_scorewright.sandbox import guarantees, host, leftovers
@@ -80,6 +81,25 @@ class Prepared:
 
     def close(self) -> None:
         close_runner(self.runner)
+
+    def suites(self, dirs: Dirs, only: Sequence[str] | None, *, heldout: bool) -> list[Suite]:
+        """The runs of one score: the visible tests (``only`` those ids, a quick first
+        stage; an id the suite lacks is a ConfigError) and, unless ``heldout`` is False, the
+        held-out ones."""
+        visible = self.expected_visible
+        if only is not None:
+            wanted = set(only)
+            unknown = wanted - {nodeid for nodeid, _ in visible}
+            if unknown:
+                raise ConfigError(f"no visible test {sorted(unknown)[0]!r}; use ids the suite has")
+            visible = [e for e in visible if e[0] in wanted]
+        select = [nodeid for nodeid, _ in visible] if only is not None else None
+        return dirs.runs(
+            visible,
+            self.expected_heldout if heldout else None,
+            select,
+            self.reference.messages,
+        )
 
     def learned(self) -> Learned:
         return Learned(
