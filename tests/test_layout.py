@@ -71,7 +71,7 @@ LAYERS = (
     ("fanout",),
     ("evaluator",),
     ("workers", "command_options"),
-    ("report", "leaderboard", "audit", "verify", "openevolve", "verifiers", "shinka"),
+    ("report", "leaderboard", "audit", "verify", "openevolve", "verifiers", "verl", "shinka"),
     ("cli",),
 )
 #: Import loops allowed: none, lazy or not.
