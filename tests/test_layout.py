@@ -70,7 +70,7 @@ LAYERS = (
     ("judge",),
     ("fanout",),
     ("evaluator",),
-    ("workers", "command_options"),
+    ("workers", "command_options", "task_dirs"),
     ("report", "leaderboard", "audit", "verify", "openevolve", "verifiers", "verl", "shinka"),
     ("cli",),
 )
