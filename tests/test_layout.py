@@ -71,7 +71,17 @@ LAYERS = (
     ("fanout",),
     ("evaluator",),
     ("workers", "command_options", "task_dirs"),
-    ("report", "leaderboard", "audit", "verify", "openevolve", "verifiers", "verl", "shinka"),
+    (
+        "report",
+        "leaderboard",
+        "audit",
+        "verify",
+        "openevolve",
+        "verifiers",
+        "verl",
+        "shinka",
+        "reward_service",
+    ),
     ("cli",),
 )
 #: Import loops allowed: none, lazy or not.

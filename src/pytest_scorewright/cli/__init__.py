@@ -169,7 +169,23 @@ def build_parser() -> argparse.ArgumentParser:
     add_verify_parser(sub)
 
     _add_show_and_export(sub)
+    _add_serve(sub)
     return parser
+
+
+def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """``serve``: candidates scored over HTTP (pytest_scorewright/reward_service.py)."""
+    p = sub.add_parser("serve", help="Score candidates over HTTP for a trainer (POST /score)")
+    p.add_argument("--tasks", required=True, metavar="DIR", help="One subdirectory per task")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="Address to listen on (default 127.0.0.1; beyond it SCOREWRIGHT_TOKEN is needed)",
+    )
+    p.add_argument(
+        "--port", type=whole_number(0), default=8000, help="Port to listen on (default 8000)"
+    )
+    p.set_defaults(func=commands.cmd_serve)
 
 
 def _add_show_and_export(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:

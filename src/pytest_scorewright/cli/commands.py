@@ -389,3 +389,17 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from pytest_scorewright.cli.audit import run_audit
 
     return run_audit(args)
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    from pytest_scorewright.reward_service import serve
+
+    server = serve(args.tasks, args.host, args.port)
+    where = f"http://{args.host}:{int(server.server_address[1])}"
+    print(f"scorewright: serving {args.tasks} on {where} (POST /score)", file=sys.stderr)
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
+        server.tasks.close()
+    return 0
