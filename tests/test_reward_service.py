@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 import threading
+import time
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -119,3 +120,37 @@ def test_a_token_is_required_and_beyond_the_loopback_one_must_be_set(
         assert _post(f"{base}/score", body, {"Authorization": "Bearer wrong"})[0] == 401
         status, answer = _post(f"{base}/score", body, {"Authorization": "Bearer s3cret"})
         assert (status, answer["verdict"]) == (200, "passed")
+
+
+#: Right, but every call of encode first sleeps: a candidate that holds its slot a while.
+SLOW = RIGHT + (
+    "\nimport time\n_fast = encode\n\n"
+    "def encode(text):\n    time.sleep(3)\n    return _fast(text)\n"
+)
+
+
+def _in_background(base: str, body: bytes, into: list[tuple[int, Any]]) -> threading.Thread:
+    worker = threading.Thread(target=lambda: into.append(_post(f"{base}/score", body)))
+    worker.start()
+    return worker
+
+
+def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) -> None:
+    # One slot: while a slow candidate is being scored, another request is not queued behind
+    # it but told to come back.
+    for base in _running(serve(str(tasks), "127.0.0.1", 0, in_flight=1)):
+        first: list[tuple[int, Any]] = []
+        worker = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), first)
+        time.sleep(1.0)  # the slow one holds the slot by now
+        request = urllib.request.Request(  # noqa: S310 - our server
+            f"{base}/score",
+            data=json.dumps({"task": "rle", "source": RIGHT}).encode(),
+            method="POST",
+        )
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(request, timeout=10)  # noqa: S310 - our server
+        assert refused.value.code == 429
+        assert refused.value.headers["Retry-After"] == "1"
+        worker.join(timeout=120)
+        assert first[0][0] == 200
+        assert _score(base, task="rle", source=RIGHT)[1]["verdict"] == "passed"  # slot freed

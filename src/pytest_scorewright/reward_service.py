@@ -17,8 +17,12 @@ listens on the loopback only, and refuses to start on another address. A body ov
 :data:`MAX_BODY` bytes, malformed JSON or UTF-8, a missing field, a bad or unknown task name
 are each a status with a one-line ``error``.
 
-Not yet (issue 44): a bounded queue with 429, request ids and a result store, the trainers'
-compatible endpoints (NeMo Gym's ``/verify``, OpenRLHF's ``/get_reward``), metrics.
+At most ``in_flight`` candidates are scored at once (by default the CPUs this process may use:
+each candidate's runs take about one): a request beyond them is answered at once with ``429``
+and ``Retry-After``, rather than queueing without bound behind a slow batch.
+
+Not yet (issue 44): request ids and a result store, the trainers' compatible endpoints
+(NeMo Gym's ``/verify``, OpenRLHF's ``/get_reward``), metrics.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import hmac
 import ipaddress
 import json
 import os
+import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -45,21 +50,31 @@ class RewardServer(ThreadingHTTPServer):
 
     daemon_threads = True
 
-    def __init__(self, address: tuple[str, int], tasks: TaskDirs, token: str | None) -> None:
+    def __init__(
+        self, address: tuple[str, int], tasks: TaskDirs, token: str | None, in_flight: int
+    ) -> None:
         if token is None and not _loopback(address[0]):
             raise ConfigError(
                 f"serving on {address[0]} beyond the loopback needs a token: set {TOKEN_ENV}"
             )
+        if in_flight < 1:
+            raise ConfigError(f"in_flight must be 1 or more, not {in_flight}")
         self.tasks = tasks
         self.token = token
+        self.slots = threading.BoundedSemaphore(in_flight)
         super().__init__(address, _Handler)
 
 
-def serve(tasks_dir: str, host: str = "127.0.0.1", port: int = 8000) -> RewardServer:
-    """A server for the tasks in ``tasks_dir`` (not yet serving: call ``serve_forever``)."""
+def serve(
+    tasks_dir: str, host: str = "127.0.0.1", port: int = 8000, in_flight: int | None = None
+) -> RewardServer:
+    """A server for the tasks in ``tasks_dir`` (not yet serving: call ``serve_forever``);
+    ``in_flight``: candidates scored at once (default: the CPUs this process may use)."""
     if not os.path.isdir(tasks_dir):
         raise ConfigError(f"tasks directory {tasks_dir!r} is not a directory")
-    return RewardServer((host, port), TaskDirs(tasks_dir), os.environ.get(TOKEN_ENV) or None)
+    slots = in_flight if in_flight is not None else len(os.sched_getaffinity(0))
+    token = os.environ.get(TOKEN_ENV) or None
+    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots)
 
 
 def score_request(tasks: TaskDirs, body: dict[str, Any]) -> dict[str, Any]:
@@ -112,11 +127,16 @@ class _Handler(BaseHTTPRequestHandler):
         body = self._body()
         if body is None:
             return
+        if not self.server.slots.acquire(blocking=False):
+            self._send(429, {"error": "every scoring slot is busy; retry"}, {"Retry-After": "1"})
+            return
         try:
             self._send(200, score_request(self.server.tasks, body))
         except ConfigError as exc:
             status = 404 if str(exc).startswith("no task") else 400
             self._send(status, {"error": str(exc).splitlines()[0][:300]})
+        finally:
+            self.server.slots.release()
 
     def _allowed(self) -> bool:
         token = self.server.token
@@ -148,9 +168,13 @@ class _Handler(BaseHTTPRequestHandler):
             return None
         return body
 
-    def _send(self, status: int, answer: dict[str, Any]) -> None:
+    def _send(
+        self, status: int, answer: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(answer, allow_nan=False).encode()
         self.send_response(status)
+        for name, value in (headers or {}).items():
+            self.send_header(name, value)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()

@@ -185,6 +185,13 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     p.add_argument(
         "--port", type=whole_number(0), default=8000, help="Port to listen on (default 8000)"
     )
+    p.add_argument(
+        "--in-flight",
+        type=whole_number(1),
+        default=None,
+        metavar="N",
+        help="Candidates scored at once; more get 429 (default: the CPUs it may use)",
+    )
     p.set_defaults(func=commands.cmd_serve)
 
 
