@@ -43,6 +43,8 @@ from pytest_scorewright.verifiers import extract_code, judged
 TOKEN_ENV = "SCOREWRIGHT_TOKEN"  # noqa: S105 - a variable's name, not a secret
 #: Largest request body read, in bytes: a program, not a data set.
 MAX_BODY = 1 << 20
+#: Most of a larger body read and dropped before the 413 (beyond it the connection is closed).
+DRAIN_MAX = 8 * MAX_BODY
 
 
 class RewardServer(ThreadingHTTPServer):
@@ -154,6 +156,11 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(411, {"error": "the request needs a Content-Length"})
             return None
         if int(length) > MAX_BODY:
+            # Read what was sent (up to a bound) before answering: a client still writing its
+            # body to a closed socket sees a broken pipe instead of the 413.
+            left = min(int(length), DRAIN_MAX)
+            while left > 0 and (chunk := self.rfile.read(min(left, 1 << 16))):
+                left -= len(chunk)
             self._send(413, {"error": f"the body is over {MAX_BODY} bytes"})
             self.close_connection = True
             return None
