@@ -3,6 +3,7 @@ from __future__ import annotations
 import json
 import os
 import platform
+import shutil
 import sys
 import time
 from collections.abc import Callable
@@ -292,3 +293,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.path.name not in _LONGEST_FIRST,
         )
     )
+
+
+def quickstart_tasks(root: Path) -> Path:
+    """A tasks directory (pytest_scorewright/task_dirs.py) holding the quickstart example as
+    the task ``rle``, for the RL-facing faces' tests."""
+    quickstart = Path(__file__).resolve().parent.parent / "examples" / "quickstart"
+    for name in ("tests", "heldout", "reference"):
+        ignore = shutil.ignore_patterns("__pycache__")
+        shutil.copytree(quickstart / name, root / "rle" / name, ignore=ignore)
+    (root / "rle" / "scorewright.json").write_text('{"timeout_s": 30}', encoding="utf-8")
+    return root

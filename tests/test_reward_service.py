@@ -4,7 +4,6 @@ loopback, a real client (urllib), the quickstart task scored in real sandboxes."
 from __future__ import annotations
 
 import json
-import shutil
 import threading
 import time
 import urllib.error
@@ -17,6 +16,7 @@ import pytest
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.reward_service import MAX_BODY, TOKEN_ENV, RewardServer, serve
+from tests.conftest import quickstart_tasks
 
 pytestmark = pytest.mark.sandbox
 
@@ -26,11 +26,7 @@ RIGHT = (QUICKSTART / "reference" / "solution.py").read_text(encoding="utf-8")
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tasks")
-    for name in ("tests", "heldout", "reference"):
-        ignore = shutil.ignore_patterns("__pycache__")
-        shutil.copytree(QUICKSTART / name, root / "rle" / name, ignore=ignore)
-    return root
+    return quickstart_tasks(tmp_path_factory.mktemp("tasks"))
 
 
 def _running(server: RewardServer) -> Iterator[str]:

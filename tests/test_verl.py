@@ -4,7 +4,6 @@ tests in a sandbox, with a verdict, numbers only, and no 0.0 for a failure of ou
 from __future__ import annotations
 
 import json
-import shutil
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,6 +11,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.errors import ConfigError
+from tests.conftest import quickstart_tasks
 
 pytestmark = pytest.mark.sandbox
 
@@ -21,15 +21,7 @@ RIGHT = (QUICKSTART / "reference" / "solution.py").read_text(encoding="utf-8")
 
 @pytest.fixture(scope="module")
 def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    root = tmp_path_factory.mktemp("tasks")
-    task = root / "rle"
-    task.mkdir()
-    for name in ("tests", "heldout", "reference"):
-        shutil.copytree(
-            QUICKSTART / name, task / name, ignore=shutil.ignore_patterns("__pycache__")
-        )
-    (task / "scorewright.json").write_text(json.dumps({"timeout_s": 30}), encoding="utf-8")
-    return root
+    return quickstart_tasks(tmp_path_factory.mktemp("tasks"))
 
 
 ComputeScore = Callable[..., dict[str, Any]]
