@@ -283,10 +283,13 @@ def test_a_fork_bomb_is_stopped_by_the_process_limit(evaluator: Evaluator, tmp_p
                 raise AssertionError(f"stopped after {children} forks: {exc}")
         """,
     )
-    small = next(t for t in result.tests if t.nodeid.endswith("test_small"))
-    assert small.outcome == "failed"
-    assert small.message is not None
-    assert "Resource temporarily unavailable" in small.message
+    # The visible and held-out runs may overlap; without namespaces both count against one
+    # uid's processes, so the run whose bomb went first may leave the other none to start
+    # with (CI saw test_small not run once, under load). Some test meets the limit; none passes.
+    stopped = [t for t in result.tests if "Resource temporarily unavailable" in (t.message or "")]
+    seen = [(t.nodeid, t.outcome, (t.message or "")[:200]) for t in result.tests]
+    assert stopped, (result.error, seen)
+    assert not [t for t in result.tests if t.outcome == "passed"], seen
 
 
 def test_a_memory_bomb_fails_its_test(evaluator: Evaluator, tmp_path: Path) -> None:

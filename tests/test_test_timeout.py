@@ -339,8 +339,8 @@ def test_a_slow_reference_test_gets_its_own_limit_and_is_never_refused(tmp_path:
 
 
 def test_limits_are_rounded_up_to_coarse_steps() -> None:
-    assert [rounded_up(s) for s in (0.3, 0.5, 0.51, 1.0, 1.2, 4.4, 7.19, 7.8, 10.0, 11.8)] == [
-        0.5, 0.5, 1.0, 1.0, 2.0, 5.0, 10.0, 10.0, 10.0, 20.0,
+    assert [rounded_up(s) for s in (0.3, 0.5, 0.51, 1.0, 1.2, 2.2, 4.4, 7.19, 10.0, 11.8)] == [
+        0.3, 0.5, 1.0, 1.0, 2.0, 3.0, 5.0, 10.0, 10.0, 20.0,
     ]  # fmt: skip
     # Each test's own limits from the reference's times; the quick ones keep the floors.
     limits = Limits().calibrated(
@@ -348,7 +348,23 @@ def test_limits_are_rounded_up_to_coarse_steps() -> None:
     )
     assert limits.test_seconds == 1.0
     assert limits.per_test is not None
-    assert limits.per_test.own == (("held", "c", 45.0, 200.0), ("visible", "b", 10.0, 10.0))
-    assert limits.per_test.for_suite("visible") == {"b": (10.0, 10.0)}
+    assert limits.per_test.own == (("held", "c", 45.0, 100.0), ("visible", "b", 10.0, 3.0))
+    assert limits.per_test.for_suite("visible") == {"b": (10.0, 3.0)}
     # A caller's own per-test limit stays as it is.
     assert Limits(test_timeout_s=3).calibrated({("visible", "b"): (0.7, 0.6)}).per_test is None
+
+
+def test_the_short_limits_leave_a_slower_test_twice_its_reference_time() -> None:
+    from pytest_scorewright.child.test_clock import TestClock
+
+    # test_round_trip took 0.44 s with the reference: 5 s of wall time, 3 s of CPU.
+    clock = TestClock({"t::slow": (5.0, 3.0)}, (1.0, 0.5), lambda: None)
+    assert clock.limits_of("t::slow") == (5.0, 3.0)
+    # Once it has hung twice, the slower test is cut at twice its reference time ...
+    clock.hanging = True
+    assert clock.limits_of("t::quick") == (1.0, 0.5)
+    assert clock.limits_of("t::slow") == pytest.approx((1.0, 1.2))
+    # ... and once it hangs more than it works, the quick ones at the short limits.
+    clock.short = True
+    assert clock.limits_of("t::quick") == (0.2, 0.1)
+    assert clock.limits_of("t::slow") == pytest.approx((1.0, 1.2))  # twice its 0.44 s, at least

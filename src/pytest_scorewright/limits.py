@@ -17,6 +17,10 @@ TEST_TIMEOUT_MAX_S = 10.0
 #: process tree's), so that a loaded machine or an honestly slower program does not turn an
 #: honest test into a timeout.
 TEST_TIMEOUT_FACTOR = 10.0
+#: ... its CPU time fewer: a loaded machine stretches wall time, hardly CPU time, so five
+#: times is the same margin for an honestly slower program, and a spinning hang in a slow
+#: test (the usual kind) is cut in half the time (a 0.44 s test: 3 s, was 5 s).
+TEST_CPU_FACTOR = 5.0
 #: ... at least this wall time: a hang in a sleep, a lock or a read costs about a second.
 TEST_TIMEOUT_FLOOR_S = 1.0
 #: ... and at least this CPU time: a hang that spins (the usual kind) is cut after half a
@@ -25,12 +29,15 @@ TEST_TIMEOUT_FLOOR_S = 1.0
 TEST_CPU_FLOOR_S = 0.5
 #: Once a run has seen HANG_EVIDENCE timeouts, more than passes (protocol/wire.py), each later
 #: test gets at most these: a candidate that hangs more than it works is still scored on every
-#: test, each in a fraction of a second (a quick test's reference time is milliseconds).
+#: test, each in a fraction of a second (a quick test's reference time is milliseconds) ...
 SHORT_WALL_S = 0.2
 SHORT_CPU_S = 0.1
+#: ... or, for a test with limits of its own (a slower one), at least twice what it took with
+#: the reference: this share of its limits (each limit is at least its factor times the time).
+SHORT_SHARE = {"wall": 2 / TEST_TIMEOUT_FACTOR, "cpu": 2 / TEST_CPU_FACTOR}
 #: Limits are rounded up to one of these steps (times a power of ten): a task's limits come
 #: out the same from one preparation to the next although the reference's times vary.
-_STEPS = (1.0, 2.0, 5.0, 10.0)
+_STEPS = (1.0, 2.0, 3.0, 5.0, 10.0)
 #: Least address space accepted. A run is forked with the interpreter already mapped, so a
 #: trivial suite passes even at 1 MiB (measured), but any real work's first allocations fail
 #: below a few tens of MiB: a value under this is a slip (5 for 5000), refused at setup.
@@ -38,8 +45,8 @@ MEMORY_MIN_MB = 64
 
 
 def rounded_up(seconds: float) -> float:
-    """``seconds`` rounded up to the next step of 1, 2, 5 times a power of ten (0.5, 1, 2,
-    5, 10, 20...): the coarse steps make a limit measured on a busy machine and on a quiet
+    """``seconds`` rounded up to the next step of 1, 2, 3, 5 times a power of ten (0.5, 1, 2,
+    3, 5, 10, 20...): the coarse steps make a limit measured on a busy machine and on a quiet
     one the same."""
     if seconds <= 0:
         return 0.0
@@ -169,7 +176,8 @@ class Limits:
         """These limits with each test's own, where the caller set no per-test limit:
         ``times`` maps (suite, node id) to the reference's wall and CPU seconds for that test
         (None where not measured). A test's limits are :data:`TEST_TIMEOUT_FACTOR` times its
-        times, at least the floors, rounded up (:func:`rounded_up`); no cap but the budget.
+        wall time and :data:`TEST_CPU_FACTOR` times its CPU time, at least the floors, rounded
+        up (:func:`rounded_up`); no cap but the budget.
         ``test_timeout_s`` becomes the wall floor, the limit of every quick test."""
         if self.test_timeout_s is not None or not times:
             return self
@@ -177,7 +185,7 @@ class Limits:
         own = []
         for (suite, nodeid), (wall, cpu) in sorted(times.items()):
             mine_wall = rounded_up(max(floor_wall, TEST_TIMEOUT_FACTOR * (wall or 0.0)))
-            mine_cpu = rounded_up(max(floor_cpu, TEST_TIMEOUT_FACTOR * (cpu or 0.0)))
+            mine_cpu = rounded_up(max(floor_cpu, TEST_CPU_FACTOR * (cpu or 0.0)))
             mine_wall = min(mine_wall, self.timeout_s)
             if (mine_wall, mine_cpu) != (floor_wall, floor_cpu):
                 own.append((suite, nodeid, mine_wall, mine_cpu))

@@ -197,7 +197,8 @@ class ChildReporter:
             # One that hangs more than it works is scored on every test all the same, each
             # under the short limits: whatever the order of its tests, each gets the outcome
             # it has alone, in a fraction of a second if it hangs.
-            self.clock.short = self.timeouts >= wire.HANG_EVIDENCE and self.timeouts > self.passed
+            self.clock.hanging = self.timeouts >= wire.HANG_EVIDENCE
+            self.clock.short = self.clock.hanging and self.timeouts > self.passed
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         text = str(getattr(excinfo.value, "msg", "") or excinfo.value)

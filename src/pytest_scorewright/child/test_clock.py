@@ -27,7 +27,7 @@ from types import FrameType
 import pytest
 
 from pytest_scorewright.kernel.procfs import tree_cpu_s
-from pytest_scorewright.limits import SHORT_CPU_S, SHORT_WALL_S
+from pytest_scorewright.limits import SHORT_CPU_S, SHORT_SHARE, SHORT_WALL_S
 from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK
 
 #: How often the watcher looks at a running test's CPU time.
@@ -59,6 +59,8 @@ class TestClock:
         self.candidate_pid = candidate_pid
         #: Set by the reporter once the run has more timeouts than passes (wire.HANG_EVIDENCE).
         self.short = False
+        #: Set by the reporter once the run has had wire.HANG_EVIDENCE timeouts at all.
+        self.hanging = False
         # Re-entrant: the signal's handler runs in the test's thread, perhaps while it holds it.
         self._lock = threading.RLock()
         self._nodeid: str | None = None
@@ -81,11 +83,20 @@ class TestClock:
     def limits_of(self, nodeid: str) -> Limit | None:
         """The (wall, CPU) limits ``nodeid`` runs under now, or None: the command line's."""
         limit = self.own.get(nodeid, self.default)
-        if limit is None or not self.short:
+        own = nodeid in self.own
+        # A candidate seen hanging gets twice the reference's time in a slower test, not five
+        # or ten times: a hang there would cost seconds (its quick tests keep their floors
+        # until it hangs more than it works). A slower test keeps twice its reference time
+        # even then: cut at the quick tests' short limits, a right answer would read as a hang.
+        if limit is None or not (self.short or (own and self.hanging)):
             return limit
         wall, cpu = limit
-        return min(wall, SHORT_WALL_S) if wall > 0 else SHORT_WALL_S, min(
-            cpu if cpu is not None else SHORT_CPU_S, SHORT_CPU_S
+        least_wall = max(SHORT_WALL_S, wall * SHORT_SHARE["wall"]) if own else SHORT_WALL_S
+        least_cpu = SHORT_CPU_S
+        if own and cpu is not None:
+            least_cpu = max(SHORT_CPU_S, cpu * SHORT_SHARE["cpu"])
+        return min(wall, least_wall) if wall > 0 else least_wall, min(
+            cpu if cpu is not None else least_cpu, least_cpu
         )
 
     def apply(self, item: pytest.Item) -> None:
