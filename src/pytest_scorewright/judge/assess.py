@@ -25,7 +25,7 @@ from pytest_scorewright.judge.prompt import (
     planted,
     rubric_digest,
 )
-from pytest_scorewright.judge.prompt_text import RenderError, render
+from pytest_scorewright.judge.prompt_text import RenderError, as_written, render
 from pytest_scorewright.judge.reply import ReplyError, parse_reply
 
 #: Judgements kept for re-proposed programs (least recently used dropped first).
@@ -67,6 +67,12 @@ class Canary:
     clean_score: float | None
     injected_score: float | None
     reason: str | None = None
+    #: The program judged as written (its own names, comments and strings), against the
+    #: neutral view the credited score comes from: words already in the program that move
+    #: the judge show here (an injection attempt, or names that read well). None if that
+    #: judgement failed.
+    as_written_score: float | None = None
+    words_shift: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -149,7 +155,22 @@ class Judge:
         injected = self.assess([(name, planted(first)), *files[1:]], facts)
         if not injected.ok or injected.score is None:
             return Canary(False, None, clean.score, None, injected.reason)
-        return Canary(True, injected.score - clean.score, clean.score, injected.score)
+        written = self._as_written(files, facts)
+        words = written.score - clean.score if written.score is not None else None
+        return Canary(
+            True, injected.score - clean.score, clean.score, injected.score,
+            as_written_score=written.score, words_shift=words,
+        )  # fmt: skip
+
+    def _as_written(self, files: Files, facts: Mapping[str, float | str] | None) -> Judgement:
+        """The program's own words inside the hardened prompt: the canary's other half."""
+        try:
+            shown = as_written(files, self.settings.max_program_chars)
+        except RenderError as exc:
+            return self._failed(str(exc))
+        digest = hashlib.sha256(shown.encode()).hexdigest()
+        key = (digest, "written:" + self._rubric, self.settings.model)
+        return self._ask(key, hardened_messages(shown, facts or {}, self.settings.rubric))
 
     def _ask(self, key: tuple[str, str, str], messages: list[dict[str, str]]) -> Judgement:
         with self._lock:

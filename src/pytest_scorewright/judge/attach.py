@@ -85,6 +85,8 @@ def _with(result: ScoreResult, judgement: Judgement, canary: dict[str, Any] | No
         record["canary"] = canary
         if canary["ok"]:
             signals.append(Signal("judge_injection_shift", canary["shift"], "score", False))
+        if canary.get("words_shift") is not None:
+            signals.append(Signal("judge_words_shift", canary["words_shift"], "score", False))
     present = {s.name for s in result.signals}
     added = tuple(s for s in signals if s.name not in present)
     return dataclasses.replace(

@@ -56,8 +56,8 @@ class JudgeSettings:
     #: The pass rate a candidate needs to be judged; None judges every scored candidate.
     gate: float | None = 1.0
     rubric: str = DEFAULT_RUBRIC
-    #: Judge each candidate a second time with a planted injection; the difference is the
-    #: ``judge_injection_shift`` signal.
+    #: Judge each candidate again with a planted injection; the difference is the
+    #: ``judge_injection_shift`` signal, and as written: the ``judge_words_shift`` signal.
     canary: bool = False
     max_tokens: int = 300
     temperature: float = 0.0

@@ -121,3 +121,17 @@ def render(files: Iterable[tuple[str, str]], limit: int) -> str:
             f"{limit}"
         )
     return text
+
+
+def as_written(files: Iterable[tuple[str, str]], limit: int) -> str:
+    """Every file as the candidate wrote it (names, comments, strings: only control and
+    invisible characters cleaned), for the canary's measure of how far the program's own
+    words would move the judge; never the judgement that is credited. RenderError as
+    :func:`render`."""
+    parts = [f"# file: {clean(name)}\n{clean(source)}" for name, source in files]
+    if not parts:
+        raise RenderError("the candidate has no Python file to judge")
+    text = "\n\n".join(parts)
+    if len(text) > limit:
+        raise RenderError(f"the program is {len(text)} characters, over max_program_chars {limit}")
+    return text
