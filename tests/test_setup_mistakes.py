@@ -132,3 +132,23 @@ def test_infrastructure_error_is_public() -> None:
 
     assert pytest_scorewright.InfrastructureError is InfrastructureError
     assert "InfrastructureError" in pytest_scorewright.__all__
+
+
+@pytest.mark.parametrize(
+    ("given", "says"),
+    [
+        ("def add(a, b):\n    return a + b\n", "looks like source text, not a path; pass"),
+        ("x" * 5000 + ".py", "cannot be a path"),
+    ],
+)
+def test_source_text_given_to_score_is_one_line_naming_score_source(
+    tmp_path: Path, given: str, says: str
+) -> None:
+    from pytest_scorewright.evaluator import Evaluator
+
+    _task(tmp_path)
+    evaluator = Evaluator(tmp_path / "tests", module="topk")
+    with pytest.raises(ConfigError, match=says) as raised:
+        evaluator.score(given)
+    assert "\n" not in str(raised.value)
+    evaluator.close()

@@ -368,3 +368,47 @@ def test_the_short_limits_leave_a_slower_test_twice_its_reference_time() -> None
     clock.short = True
     assert clock.limits_of("t::quick") == (0.2, 0.1)
     assert clock.limits_of("t::slow") == pytest.approx((1.0, 1.2))  # twice its 0.44 s, at least
+
+
+@pytest.mark.sandbox
+@pytest.mark.parametrize("hang", [SPINNING, SLEEPING], ids=["spins", "sleeps"])
+def test_a_test_that_goes_on_after_its_timeout_is_cut_again(hang: str, tmp_path: Path) -> None:
+    # pytest-timeout fires once; each subtest catches the failure and calls the hung
+    # candidate again. The quickstart's test_many_round_trips so held a hung candidate's run
+    # for its whole 45 s budget.
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_subtests.py").write_text(
+        textwrap.dedent(
+            """
+            from solution import work
+
+            def test_many(subtests):
+                for n in range(6):
+                    with subtests.test(n=n):
+                        assert work(-1 - n) == 0
+
+            def test_after():
+                assert work(2) == 4
+            """
+        ),
+        encoding="utf-8",
+    )
+    reference = tmp_path / "reference.py"
+    reference.write_text(REFERENCE, encoding="utf-8")
+    candidate = tmp_path / "solution.py"
+    candidate.write_text(hang, encoding="utf-8")
+    with Evaluator(tests, reference=reference, limits=Limits(timeout_s=30)) as ev:
+        ev.prepare()
+        started = time.monotonic()
+        result = ev.score(candidate)
+        elapsed = time.monotonic() - started
+    assert result.error is None, result.error
+    many = next(t for t in result.tests if t.nodeid.endswith("test_many"))
+    assert many.outcome in ("failed", "timeout")
+    assert many.message is not None
+    assert "6 failed subtests" in many.message
+    assert _outcomes(result)["test_after"] == "passed"
+    # Six hangs: the first at the floor (1 s of wall time, 0.5 s of CPU), each later one
+    # 0.2 s after the one before; never the budget.
+    assert elapsed < 10, elapsed

@@ -9,6 +9,12 @@ signal finds it) fails the test with a timeout that says so. A hang that spins i
 half a second of CPU, however loaded the machine; one that sleeps or waits is cut by its wall
 limit (pytest-timeout's, set per test with its marker).
 
+A timeout fires once, but a test can go on after it: each of its subtests catches the failure
+and the next one calls the hung candidate again (the quickstart's ``test_many_round_trips``
+held a hung candidate's run for the whole 45 s budget). So a test still running past a limit
+gets the signal again every :data:`REFIRE_S`, over its CPU limit or past its wall limit by
+that much: each further hang in it is cut as quickly.
+
 A quick test (over before the watcher's first look) costs one ``process_time`` call at each
 end and no read of /proc: only tests that take a while are measured in full.
 
@@ -28,10 +34,12 @@ import pytest
 
 from pytest_scorewright.kernel.procfs import tree_cpu_s
 from pytest_scorewright.limits import SHORT_CPU_S, SHORT_SHARE, SHORT_WALL_S
-from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK
+from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK, WALL_TIMEOUT_MARK
 
 #: How often the watcher looks at a running test's CPU time.
 POLL_S = 0.025
+#: A test past a limit that it has already been failed for gets the signal again this often.
+REFIRE_S = 0.2
 #: The signal that fails a test over its CPU limit (SIGALRM is pytest-timeout's).
 SIGNAL = signal.SIGPROF
 #: Bound at import, before any candidate code.
@@ -72,6 +80,10 @@ class TestClock:
         self._pid_seen = 0.0
         self._elsewhere = 0.0  # CPU seconds of candidate processes the test outlived
         self._fired: str | None = None
+        self._wall_limit: float | None = None
+        self._started_wall = 0.0
+        self._fired_at = 0.0  # when the signal was last sent for the running test
+        self._why = ""  # what the last signal was for: its message
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
 
@@ -108,6 +120,10 @@ class TestClock:
         with self._lock:
             self._nodeid = item.nodeid
             self._cpu_limit = limit[1] if limit is not None else None
+            self._wall_limit = limit[0] if limit is not None and limit[0] > 0 else None
+            self._started_wall = _monotonic()
+            self._fired_at = 0.0
+            self._why = ""
             self._started_own = _process_time()
             self._pid, self._pid_cpu, self._pid_seen, self._elsewhere = None, 0.0, 0.0, 0.0
             self._fired = None
@@ -158,16 +174,29 @@ class TestClock:
                 if self._nodeid is None:
                     self._wake.clear()
                     continue
-                spent = self._spent_locked(final=False)
-                limit = self._cpu_limit
-                if limit is None or spent is None or spent <= limit or self._fired:
+                why = self._over_limit()
+                now = _monotonic()
+                if why is None or (self._fired and now - self._fired_at < REFIRE_S):
                     continue
-                self._fired = self._nodeid
+                self._fired, self._fired_at, self._why = self._nodeid, now, why
             signal.pthread_kill(threading.main_thread().ident or 0, SIGNAL)
+
+    def _over_limit(self) -> str | None:
+        """The timeout message the running test has earned, or None (lock held)."""
+        spent = self._spent_locked(final=False)
+        cpu = self._cpu_limit
+        if cpu is not None and spent is not None and spent > cpu:
+            return f"Timeout (>{cpu:g}s {CPU_TIMEOUT_MARK}"
+        wall = self._wall_limit
+        # pytest-timeout fails the test at its wall limit; still running REFIRE_S after it,
+        # it went on (the failure was caught), and from then on every REFIRE_S.
+        if wall is not None and _monotonic() - self._started_wall > wall + REFIRE_S:
+            return f"Timeout (>{wall:g}s {WALL_TIMEOUT_MARK}"
+        return None
 
     def _on_signal(self, signum: int, frame: FrameType | None) -> None:
         with self._lock:
-            fired, current, limit = self._fired, self._nodeid, self._cpu_limit
-        if fired is None or fired != current or limit is None:
+            fired, current, why = self._fired, self._nodeid, self._why
+        if fired is None or fired != current or not why:
             return  # late: the test it was meant for is over
-        pytest.fail(f"Timeout (>{limit:g}s {CPU_TIMEOUT_MARK}", pytrace=False)
+        pytest.fail(why, pytrace=False)

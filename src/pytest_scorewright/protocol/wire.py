@@ -263,7 +263,9 @@ class PhaseReport:
         # pytest-timeout fails a test with "Timeout (>Ns) from pytest-timeout." (2.x); the
         # per-test CPU limit with "Timeout (>Ns of CPU) from scorewright" (child/test_clock.py).
         return self.outcome == "failed" and (
-            "from pytest-timeout" in self.message or CPU_TIMEOUT_MARK in self.message
+            "from pytest-timeout" in self.message
+            or CPU_TIMEOUT_MARK in self.message
+            or WALL_TIMEOUT_MARK in self.message
         )
 
     def to_wire(self) -> dict[str, Any]:
@@ -347,6 +349,9 @@ HANG_EVIDENCE = 2
 MAX_TIMEOUTS = 20
 #: What the message of a test cut by its CPU limit says (child/test_clock.py).
 CPU_TIMEOUT_MARK = "of CPU) from scorewright's per-test limit"
+#: ... and of one cut again by its wall limit, having gone on after its timeout (a subtest
+#: or an ``except BaseException`` caught pytest-timeout's, which fires once).
+WALL_TIMEOUT_MARK = "of wall time) from scorewright's per-test limit"
 
 #: A fresh-argument benchmark's round prints (child/timed_results.py) in one message, at most.
 MAX_ROUND_PRINTS = 256

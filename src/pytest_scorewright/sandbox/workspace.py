@@ -252,7 +252,17 @@ def _has_module(directory: Path, module: str) -> bool:
 
 def require_candidate(path: str | os.PathLike[str], what: str) -> Path:
     p = Path(path)
-    if not p.exists():
+    if isinstance(path, str) and ("\n" in path or "\0" in path):
+        # Source text given where a path goes: say so, never a traceback of os.stat's.
+        raise ConfigError(
+            f"{what} looks like source text, not a path; pass source to score_source()"
+        )
+    try:
+        found = p.exists()
+    except (OSError, ValueError) as exc:
+        shown = os.fspath(p)[:80]
+        raise ConfigError(f"{what} {shown!r} cannot be a path ({exc}); check the path") from None
+    if not found:
         raise ConfigError(f"{what} {os.fspath(p)!r} does not exist; check the path")
     if p.is_file() and p.suffix != ".py":
         raise ConfigError(f"{what} {os.fspath(p)!r} is not a .py file or a directory")
