@@ -60,7 +60,7 @@ def _peak_kib(pid: int) -> int:
 def _kinds(evaluator: Evaluator) -> dict[str, list[int]]:
     """The trusted processes of ``evaluator`` by kind."""
     warm = evaluator._runner.warm
-    pipelines = [p.proc.pid for p in evaluator._pipelines._all] if evaluator._pipelines else []
+    pipelines = [p.proc.pid for p in evaluator._pipelines.current._all] if evaluator._pipelines.current else []
     warms = [w for p in pipelines for w in _children(p)]
     return {
         "caller": [os.getpid()],
@@ -101,7 +101,7 @@ def _row(task: Task, jobs: int, candidates: Sequence[Path]) -> dict[str, float |
         ours_s = time.perf_counter() - started
         after = _cpu(kinds)
         peak = sum(_peak_kib(p) for pids in kinds.values() for p in pids)
-        sizes = evaluator._pipelines.sizes if evaluator._pipelines else []
+        sizes = evaluator._pipelines.current.sizes if evaluator._pipelines.current else []
     if len(results) != len(candidates) or any(r.infrastructure for _, r in results):
         raise SystemExit("error: a result is missing or not scored")
     fresh_s = fresh(task, candidates, jobs)

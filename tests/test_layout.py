@@ -210,6 +210,15 @@ def test_no_function_in_src_is_longer_than_the_limit() -> None:
     assert not long, f"functions over {MAX_FUNCTION_LINES} lines: {long}"
 
 
+#: The public face stays small (issue 43): its machinery lives in scoring/ and fanout/.
+MAX_EVALUATOR_LINES = 300
+
+
+def test_the_evaluator_is_a_small_face() -> None:
+    lines = (CHILD_DIR.parent / "evaluator.py").read_text(encoding="utf-8").count("\n")
+    assert lines <= MAX_EVALUATOR_LINES, f"evaluator.py has {lines} lines"
+
+
 def test_every_module_has_a_name_of_its_own() -> None:
     # A name says what a module does wherever it is read (a traceback, a grep, a review):
     # two `settings.py` in two folders make every mention of one ambiguous.

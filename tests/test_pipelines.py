@@ -65,8 +65,8 @@ def test_pipelines_score_every_candidate_as_one_process_does() -> None:
     with _evaluator() as ev:
         alone = dict(ev.score_many(CORPUS, 1))
         spread = list(ev.score_many(CORPUS, WORKERS))
-        assert ev._pipelines is not None
-        assert ev._pipelines.sizes == [3, 3]
+        assert ev._pipelines.current is not None
+        assert ev._pipelines.current.sizes == [3, 3]
     assert sorted(i for i, _ in spread) == list(range(len(CORPUS)))  # each once
     for index, result in spread:
         assert _verdict(result) == _verdict(alone[index]), CORPUS[index].name
@@ -81,12 +81,12 @@ def test_a_pipeline_killed_mid_batch_costs_no_result() -> None:
         alone = {p: ev.score(p).signal("pass_rate") for p in honest}
         batch = ev.score_many(paths, WORKERS)
         first = [next(batch)]
-        assert ev._pipelines is not None
-        victim = ev._pipelines._all[0].proc
+        assert ev._pipelines.current is not None
+        victim = ev._pipelines.current._all[0].proc
         victim.kill()
         rest = list(batch)
         assert victim.wait() == -signal.SIGKILL
-        assert ev._pipelines._all[0].proc is not victim  # replaced
+        assert ev._pipelines.current._all[0].proc is not victim  # replaced
         again = dict(ev.score_many(honest, WORKERS))  # and the next batch uses it
     results = dict(first + rest)
     assert sorted(results) == list(range(len(paths)))
@@ -126,7 +126,7 @@ def test_objectives_from_files_go_to_pipelines_callables_stay_here() -> None:
             PACKING / "tests", reference=PACKING / "reference", objectives={"radii": objective}
         ) as ev:
             results = dict(ev.score_many(programs, WORKERS))
-            assert (ev._pipelines is not None) == isinstance(objective, str)
+            assert (ev._pipelines.current is not None) == isinstance(objective, str)
             values.append([results[i].signal("objective_radii") for i in range(len(programs))])
     assert values[0] == values[1]
     initial, better = values[0][:2]
@@ -149,7 +149,7 @@ def test_a_caller_killed_mid_batch_leaves_no_pipeline_run_or_directory() -> None
         "from pytest_scorewright.evaluator import Evaluator\n"
         f"ev = Evaluator({str(TASK / 'tests')!r}, heldout={str(TASK / 'heldout')!r}, "
         f"reference={str(TASK / 'reference')!r}, workdir={str(work)!r}, dedupe=False)\n"
-        f"pipes = ev._pipelines_for({WORKERS}, ev._prepared())\n"
+        f"pipes = ev._fanout(ev._prepared()).pipelines({WORKERS})\n"
         "print(' '.join(str(p.proc.pid) for p in pipes._all), flush=True)\n"
         f"list(ev.score_many([{str(slow)!r}] * 12, {WORKERS}))\n"
     )

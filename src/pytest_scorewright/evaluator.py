@@ -18,23 +18,23 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.fanout.many_at_once import Fanout, pipeline_arguments
-from pytest_scorewright.fanout.pipelines import Pipelines, pipeline_sizes
+from pytest_scorewright.fanout.many_at_once import Fanout, pipeline_arguments, refuse_unportable
+from pytest_scorewright.fanout.pipelines import PipelineCache
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.judge.assess import Judge
 from pytest_scorewright.judge.attach import judged
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.results import repeats as repeated
-from pytest_scorewright.sandbox import guarantees, host
-from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
+from pytest_scorewright.sandbox.workspace import require_candidate
 from pytest_scorewright.scoring import reference as references
-from pytest_scorewright.scoring.assemble import ours, unscored_result
+from pytest_scorewright.scoring.assemble import ours, timed, unscored_result
 from pytest_scorewright.scoring.candidates import SeenResults, source_file
+from pytest_scorewright.scoring.evaluator_facts import EvaluatorFacts
 from pytest_scorewright.scoring.objectives import ObjectiveSet, ObjectiveSpec
 from pytest_scorewright.scoring.one_candidate import OneCandidate
 from pytest_scorewright.scoring.prepared import Dirs, Learned, Prepared, prepare
-from pytest_scorewright.scoring.runs import Expected, Runner, Suite, cancelled_by
+from pytest_scorewright.scoring.runs import Suite, cancelled_by
 from pytest_scorewright.scoring.settings import (
     OPTION_NAMES,
     EvaluatorSettings,
@@ -49,7 +49,7 @@ ISOLATIONS = references.ISOLATIONS
 _OPTIONS = (*OPTION_NAMES, "objectives", "judge")
 
 
-class Evaluator:
+class Evaluator(EvaluatorFacts):
     """Score candidate programs with a trusted pytest suite, each in a fresh sandbox.
 
     Example::
@@ -107,22 +107,13 @@ class Evaluator:
         #: The LLM judge (docs/judge.md): run here, in the parent, after a candidate's runs.
         self.judge = judge
         self._settings = settings
-        heldout = settings.heldout
-        path = settings.reference
-        self._dirs = Dirs(
-            require_dir(tests, "tests directory"),
-            require_dir(heldout, "held-out tests directory") if heldout else None,
-            require_candidate(path, "reference") if path else None,
-        )
+        self._dirs = Dirs.of(tests, settings)
         suites = self._dirs.suites
         # Loaded here, in the parent only, and never from a directory copied into runs.
         self._objectives = ObjectiveSet(
             objectives, inside=[*suites, *(Path(p) for p in settings.support_files)]
         )
-        self.recipe: dict[str, Any] = {
-            **settings.recipe(),
-            "objectives": self._objectives.recipe(),
-        }
+        self.recipe: dict[str, Any] = {**settings.recipe(), "objectives": self._objectives.recipe()}
         self._file_mistake = module_name_mistake(suites, self._dirs.reference, settings.modules)
         self._seen = SeenResults(settings.dedupe)
         self._policy = choose_policy(warn_only=settings.warn_only, fail_closed=settings.fail_closed)
@@ -131,7 +122,7 @@ class Evaluator:
         # nothing, and the work is done in the process that scores.
         self._lock = threading.Lock()
         self._ready: Prepared | None = None
-        self._pipelines: Pipelines | None = None
+        self._pipelines = PipelineCache()
 
     def prepare(self) -> Evaluator:
         """Probe the host, start the warm parent, collect the suite and measure the reference
@@ -167,70 +158,6 @@ class Evaluator:
                 self._ready = prepare(self._settings, self._dirs, self._objectives)
             return self._ready
 
-    @property
-    def _runner(self) -> Runner:
-        """The runs' machinery (the warm parent, the planner): for tests and benchmarks."""
-        return self._prepared().runner
-
-    # -- what it is --------------------------------------------------------------------------
-
-    @property
-    def limits(self) -> Limits:
-        """The limits candidates run under: the per-test limit calibrated from the
-        reference's run when none was given (so reading it prepares the evaluator)."""
-        return self._prepared().limits
-
-    @property
-    def features(self) -> host.Features:
-        """What this host's kernel and user allow (namespaces, Landlock, cgroups...)."""
-        return self._prepared().features
-
-    @property
-    def use_namespaces(self) -> bool:
-        return self._prepared().use_namespaces
-
-    @property
-    def expected_visible(self) -> Expected:
-        """The visible suite's test ids (and their markers), from the trusted collection."""
-        return self._prepared().expected_visible
-
-    @property
-    def expected_heldout(self) -> Expected:
-        return self._prepared().expected_heldout
-
-    @property
-    def module(self) -> str:
-        """The module name the tests import the candidate under (the first, if several)."""
-        return self._settings.modules[0]
-
-    @property
-    def tests(self) -> Path:
-        return self._dirs.tests
-
-    @property
-    def heldout(self) -> Path | None:
-        return self._dirs.heldout
-
-    @property
-    def isolated(self) -> bool:
-        """Whether candidates run apart from the tests (docs/isolation.md)."""
-        return self.reference.isolated
-
-    @property
-    def isolation_why(self) -> str:
-        return self.reference.isolation_why
-
-    @property
-    def reference(self) -> references.Reference:
-        """Everything learned from the reference (its benchmarks, submissions...), frozen."""
-        return self._prepared().reference
-
-    @property
-    def guarantees(self) -> dict[str, str | None]:
-        """Each sandbox guarantee (``sandbox.guarantees.GUARANTEES``) of this evaluator's
-        runs: None where it holds here, else why not."""
-        return guarantees.assess(self._prepared().runner.planner.planned_facts())
-
     # -- scoring -----------------------------------------------------------------------------
 
     def score(
@@ -263,7 +190,7 @@ class Evaluator:
         started = time.monotonic()
         try:
             with cancelled_by(cancel):
-                result = _timed(self._score(ready, path, suites), time.monotonic() - started)
+                result = timed(self._score(ready, path, suites), time.monotonic() - started)
             if self.judge is not None:
                 result = judged(self.judge, result, path)
             self._seen.put(key, result)
@@ -285,15 +212,8 @@ class Evaluator:
         return dataclasses.replace(confirmed, extra={**confirmed.extra, "confirmed": k})
 
     def _repeated(self, candidate: PathLike, k: int, **options: Any) -> ScoreResult:
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ConfigError(f"repeats must be a whole number of 1 or more, not {k!r}")
-        results = []
         with self._seen.bypassed():  # each repeat a measurement of its own
-            for _ in range(k):
-                results.append(self.score(candidate, **options))
-                if not repeated.settled(results[-1]):
-                    break
-        return repeated.combine(results)
+            return repeated.measured(lambda: self.score(candidate, **options), k)
 
     def score_source(self, code: str, **options: Any) -> ScoreResult:
         """Score program text (an RL environment's completion) as ``<module>.py``; ``options``
@@ -331,56 +251,27 @@ class Evaluator:
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
+        refuse_unportable(executor, self._objectives.portable)
         try:
-            yield from self._score_many(paths, workers, executor, retries, deadline_s)
+            # Prepared here, before any work goes out: a setup mistake is raised once, and
+            # never comes back from every worker as a candidate's failure.
+            fanout = self._fanout(self._prepared())
+            yield from fanout.run(paths, workers, executor, retries, deadline_s)
         except KeyboardInterrupt:
             # Ctrl-C: the runs in flight end now (their candidates have no result; those
             # yielded are the caller's), rather than the pool waiting for each to finish.
             self.cancel("interrupted")
             raise
 
-    def _score_many(
-        self,
-        paths: list[Path],
-        workers: int,
-        executor: Executor | None,
-        retries: int,
-        deadline_s: float | None,
-    ) -> Iterator[tuple[int, ScoreResult]]:
-        if executor is not None and not self._objectives.portable:
-            raise ConfigError(
-                "objectives given as callables cannot go to an executor's workers; give them "
-                "as PATH:FUNCTION"
-            )
-        # Prepared here, before any work goes out: a setup mistake is raised once, and never
-        # comes back from every worker as a candidate's failure.
-        ready = self._prepared()
-        judge = self.judge
-        fanout = Fanout(
-            self,
-            ready,
-            self._settings,
-            self._objectives.portable,
-            (lambda result, path: judged(judge, result, path)) if judge is not None else None,
-            functools.partial(self._pipelines_for, ready=ready),
-            functools.partial(unscored_result, limits=ready.limits),
-        )
-        yield from fanout.run(paths, workers, executor, retries, deadline_s)
-
-    def _pipelines_for(self, workers: int, ready: Prepared) -> Pipelines:
-        """Pipeline processes for ``workers`` candidates at once, started on first use and
-        kept for the next batch of the same size."""
-        sizes = pipeline_sizes(workers)
-        with self._lock:
-            if self._pipelines is not None and (
-                self._pipelines.closed or self._pipelines.sizes != sizes
-            ):
-                self._pipelines.close()
-                self._pipelines = None
-            if self._pipelines is None:
-                arguments = pipeline_arguments(self.recipe, self._settings)
-                self._pipelines = Pipelines(arguments, ready.learned(), sizes)
-            return self._pipelines
+    def _fanout(self, ready: Prepared) -> Fanout:
+        judge, settings = self.judge, self._settings
+        recipe = functools.partial(pipeline_arguments, self.recipe, settings)
+        judging = (lambda result, path: judged(judge, result, path)) if judge else None
+        unscored = functools.partial(unscored_result, limits=ready.limits)
+        return Fanout(
+            self, ready, settings, self._objectives.portable, judging,
+            lambda workers: self._pipelines.get(workers, recipe, ready.learned), unscored,
+        )  # fmt: skip
 
     def cancel(self, why: str = "scoring was cancelled") -> None:
         """End every score under way in other threads now, and close: each ends with a
@@ -395,10 +286,8 @@ class Evaluator:
     def close(self) -> None:
         """Stop the warm parent and any pipeline processes (also happens when this process
         exits); runs from here on fork from this process."""
+        self._pipelines.close()
         with self._lock:
-            if self._pipelines is not None:
-                self._pipelines.close()
-                self._pipelines = None
             if self._ready is not None:
                 self._ready.close()
 
@@ -407,15 +296,3 @@ class Evaluator:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-    # -- runs --------------------------------------------------------------------------------
-
-
-def _timed(result: ScoreResult, wall_s: float) -> ScoreResult:
-    """``duration_s`` as the call's wall time: the visible and held-out runs go at once, so
-    the sum of their times is no time anybody waited."""
-    signals = tuple(
-        dataclasses.replace(s, value=round(wall_s, 6)) if s.name == "duration_s" else s
-        for s in result.signals
-    )
-    return dataclasses.replace(result, signals=signals)

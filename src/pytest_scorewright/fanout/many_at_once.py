@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
 from pytest_scorewright.fanout.pipelines import JOBS_PER_PIPELINE, Pipelines
 from pytest_scorewright.fanout.window import bounded
@@ -35,6 +36,15 @@ class Scorer(Protocol):
     def score(self, candidate: Path) -> ScoreResult: ...
 
     def cancel(self, why: str = ...) -> None: ...
+
+
+def refuse_unportable(executor: Executor | None, portable: bool) -> None:
+    """Before anything is prepared: objectives that cannot travel to an executor's workers."""
+    if executor is not None and not portable:
+        raise ConfigError(
+            "objectives given as callables cannot go to an executor's workers; give them "
+            "as PATH:FUNCTION"
+        )
 
 
 @dataclass(frozen=True)

@@ -260,3 +260,38 @@ class _Batch:
         except (OSError, InfrastructureError):
             return  # the others go on (or, with none left, the rest are answered)
         self.alive[fresh.number] = fresh
+
+
+class PipelineCache:
+    """An Evaluator's pipeline processes: started on first use, kept for the next batch of
+    the same size, replaced for another size."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pipelines: Pipelines | None = None
+
+    def get(
+        self, workers: int, recipe: Callable[[], dict[str, Any]], learned: Callable[[], Learned]
+    ) -> Pipelines:
+        """Pipelines for ``workers`` candidates at once (``recipe`` and ``learned`` are asked
+        for only when new ones start)."""
+        sizes = pipeline_sizes(workers)
+        with self._lock:
+            found = self._pipelines
+            if found is not None and (found.closed or found.sizes != sizes):
+                found.close()
+                self._pipelines = None
+            if self._pipelines is None:
+                self._pipelines = Pipelines(recipe(), learned(), sizes)
+            return self._pipelines
+
+    @property
+    def current(self) -> Pipelines | None:
+        """The pipelines running now, if any (for tests and benchmarks)."""
+        return self._pipelines
+
+    def close(self) -> None:
+        with self._lock:
+            if self._pipelines is not None:
+                self._pipelines.close()
+                self._pipelines = None

@@ -28,6 +28,7 @@ import statistics
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.result import ScoreResult, TestRecord
 
 #: Two-sided 95%.
@@ -146,3 +147,16 @@ def _interval(name: str, results: Sequence[ScoreResult], seen: list[float]) -> t
         )
         low, high = low + bounds[0], high + bounds[1]
     return (low / len(passes), high / len(passes))
+
+
+def measured(score: Callable[[], ScoreResult], k: int) -> ScoreResult:
+    """``score()`` up to ``k`` times, combined (:func:`combine`); it stops at the first
+    result that is not a settled measurement (an error, a rejection)."""
+    if not isinstance(k, int) or isinstance(k, bool) or k < 1:
+        raise ConfigError(f"repeats must be a whole number of 1 or more, not {k!r}")
+    results = []
+    for _ in range(k):
+        results.append(score())
+        if not settled(results[-1]):
+            break
+    return combine(results)

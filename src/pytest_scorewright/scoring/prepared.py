@@ -16,10 +16,11 @@ from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES
 from pytest_scorewright.sandbox import guarantees, host, leftovers
 from pytest_scorewright.sandbox.plan import RunPlanner
+from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
 from pytest_scorewright.scoring.objectives import ObjectiveSet
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, message_cap
-from pytest_scorewright.scoring.settings import EvaluatorSettings
+from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
 from pytest_scorewright.warm.parent import WarmParent, take_prestarted
 
 
@@ -30,6 +31,16 @@ class Dirs:
     tests: Path
     heldout: Path | None
     reference: Path | None
+
+    @classmethod
+    def of(cls, tests: PathLike, settings: EvaluatorSettings) -> Dirs:
+        """The directories ``settings`` name, each checked (a one-line ConfigError)."""
+        heldout, reference = settings.heldout, settings.reference
+        return cls(
+            require_dir(tests, "tests directory"),
+            require_dir(heldout, "held-out tests directory") if heldout else None,
+            require_candidate(reference, "reference") if reference else None,
+        )
 
     @property
     def suites(self) -> list[Path]:
