@@ -63,6 +63,21 @@ def test_answers_cached_for_the_same_arguments_earn_no_speedup(
     assert speedup <= MOST_FOR_GAMING, result.to_json()
 
 
+def test_a_right_program_slow_to_import_keeps_its_tests_and_earns_no_speed(
+    evaluator: Evaluator, tmp_path: Path
+) -> None:
+    # Two seconds at import: a heavy library loading, or a table made in advance to dodge
+    # the benchmarks' clock. Either way its answers are scored; its speed is not credited.
+    slow = tmp_path / "solution.py"
+    fast = (CANDIDATES / "honest_fast.py").read_text(encoding="utf-8")
+    slow.write_text("import time\ntime.sleep(2.0)\n" + fast, encoding="utf-8")
+    result = evaluator.score(slow)
+    assert not result.integrity.rejected, [r.code for r in result.integrity.reasons]
+    assert result.signal("pass_rate") == 1.0
+    assert "import_time_work" in {r.code for r in result.integrity.reasons}
+    assert result.signal("speedup") is None
+
+
 def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_about_one(
     evaluator: Evaluator,
 ) -> None:

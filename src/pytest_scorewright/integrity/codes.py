@@ -91,7 +91,10 @@ CODES: Mapping[str, Code] = {
         _H, "parent", "only the held-out run crashed, hung or failed to import"
     ),
     "import_time_work": Code(
-        _G, "parent", "collection took > 1 s more and > 5x the reference's: work at import"
+        _H,
+        "parent",
+        "collection took > 1 s more and > 5x the reference's: work at import time (a heavy "
+        "library, a table made in advance); no speed is credited, the tests count as run",
     ),
     "timing_mismatch": Code(
         _G, "parent", "pytest's own durations account for < 25% of the parent's clock"
