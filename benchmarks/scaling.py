@@ -60,7 +60,8 @@ def _peak_kib(pid: int) -> int:
 def _kinds(evaluator: Evaluator) -> dict[str, list[int]]:
     """The trusted processes of ``evaluator`` by kind."""
     warm = evaluator._runner.warm
-    pipelines = [p.proc.pid for p in evaluator._pipelines.current._all] if evaluator._pipelines.current else []
+    current = evaluator._pipelines.current
+    pipelines = [p.proc.pid for p in current._all] if current else []
     warms = [w for p in pipelines for w in _children(p)]
     return {
         "caller": [os.getpid()],

@@ -70,7 +70,7 @@ LAYERS = (
     ("judge",),
     ("fanout",),
     ("evaluator",),
-    ("workers", "command_options", "task_dirs"),
+    ("workers", "command_options", "task_dirs", "reward_store"),
     (
         "report",
         "leaderboard",
@@ -80,6 +80,7 @@ LAYERS = (
         "verifiers",
         "verl",
         "shinka",
+        "reward_shapes",
         "reward_service",
     ),
     ("cli",),

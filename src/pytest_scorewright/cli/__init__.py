@@ -192,6 +192,13 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         metavar="N",
         help="Candidates scored at once; more get 429 (default: the CPUs it may use)",
     )
+    p.add_argument(
+        "--store",
+        default="scorewright-serve.sqlite",
+        metavar="PATH",
+        help="SQLite file keeping answers by request id across restarts "
+        "(default scorewright-serve.sqlite here; :memory: keeps none)",
+    )
     p.set_defaults(func=commands.cmd_serve)
 
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import signal
 import sys
+import threading
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -394,12 +396,20 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pytest_scorewright.reward_service import serve
 
-    server = serve(args.tasks, args.host, args.port, args.in_flight)
+    server = serve(args.tasks, args.host, args.port, args.in_flight, args.store)
     where = f"http://{args.host}:{int(server.server_address[1])}"
     print(f"scorewright: serving {args.tasks} on {where} (POST /score)", file=sys.stderr)
+
+    def drain(signum: int, frame: object) -> None:
+        # serve_forever returns once shutdown() is seen; shutdown() waits for that, so it
+        # runs beside it. server_close() then joins every request under way: each is answered.
+        print("scorewright: draining: no new requests, finishing those taken", file=sys.stderr)
+        threading.Thread(target=server.shutdown, daemon=True).start()
+
+    signal.signal(signal.SIGTERM, drain)
     try:
         server.serve_forever()
     finally:
         server.server_close()
-        server.tasks.close()
+    print("scorewright: stopped", file=sys.stderr)
     return 0
