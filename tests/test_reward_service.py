@@ -132,9 +132,9 @@ def _in_background(base: str, body: bytes, into: list[tuple[int, Any]]) -> threa
 
 
 def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) -> None:
-    # One slot: while a slow candidate is being scored, another request is not queued behind
-    # it but told to come back.
-    for base in _running(serve(str(tasks), "127.0.0.1", 0, in_flight=1)):
+    # One slot and no queue: while a slow candidate is being scored, another request is not
+    # queued behind it but told to come back.
+    for base in _running(serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=0)):
         first: list[tuple[int, Any]] = []
         worker = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), first)
         time.sleep(1.0)  # the slow one holds the slot by now
@@ -150,3 +150,18 @@ def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) ->
         worker.join(timeout=120)
         assert first[0][0] == 200
         assert _score(base, task="rle", source=RIGHT)[1]["verdict"] == "passed"  # slot freed
+
+
+def test_requests_beyond_the_slots_wait_their_turn_in_a_bounded_queue(tasks: Path) -> None:
+    # One slot, a queue of one: the second request waits and is answered, the third is
+    # turned away while both are taken.
+    for base in _running(serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=1)):
+        got: list[tuple[int, Any]] = []
+        slow = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), got)
+        time.sleep(1.0)
+        queued = _in_background(base, json.dumps({"task": "rle", "source": RIGHT}).encode(), got)
+        time.sleep(0.5)
+        assert _score(base, task="rle", source=RIGHT + "\n# third\n")[0] == 429
+        slow.join(timeout=120)
+        queued.join(timeout=120)
+        assert sorted(status for status, _ in got) == [200, 200]

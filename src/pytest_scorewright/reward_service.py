@@ -23,8 +23,9 @@ A request with an ``id`` is answered once: its answer is kept in the result stor
 (reward_store.py, SQLite), so asking again, or after a restart, gets the same answer, and a
 request a killed server left unfinished is scored again when it starts. At most
 ``in_flight`` candidates are scored at once (by default the CPUs this process may use: each
-candidate's runs take about one): a single request beyond them is answered at once with
-``429`` and ``Retry-After``; a batch's items wait for a slot. On SIGTERM the server stops
+candidate's runs take about one) and up to ``queue`` more requests wait their turn, first come
+first served; a request beyond those is answered at once with ``429`` and ``Retry-After``; a
+batch's items wait for a slot. On SIGTERM the server stops
 taking requests and finishes those it has (``scorewright serve``).
 """
 
@@ -67,6 +68,9 @@ class RewardServer(ThreadingHTTPServer):
     # Request threads are joined on close: a drain finishes what it has.
     daemon_threads = False
     block_on_close = True
+    # The listen backlog: the standard library's 5 reset connections from 32 clients that
+    # connect at once (benchmarks/serve_load.py lost 7 of 2,000 requests so).
+    request_queue_size = 1024
 
     def __init__(
         self,
@@ -75,6 +79,7 @@ class RewardServer(ThreadingHTTPServer):
         token: str | None,
         in_flight: int,
         store: Store,
+        queue: int | None = None,
     ) -> None:
         if token is None and not _loopback(address[0]):
             raise ConfigError(
@@ -86,7 +91,7 @@ class RewardServer(ThreadingHTTPServer):
         self.token = token
         self.store = store
         self.metrics = Metrics()
-        self.slots = threading.BoundedSemaphore(in_flight)
+        self.slots = Admission(in_flight, queue if queue is not None else default_queue(in_flight))
         self.pool = ThreadPoolExecutor(in_flight, thread_name_prefix="scorewright-batch")
         super().__init__(address, _Handler)
         # What a killed predecessor left unfinished, scored again now (a retry waits for it).
@@ -103,7 +108,7 @@ class RewardServer(ThreadingHTTPServer):
                 self.metrics.count("scorewright_stored_answers_total")
                 answer: dict[str, Any] = held.answer
                 return answer
-            if not self.slots.acquire(blocking=wait):
+            if not self.slots.acquire(wait=wait):
                 return None
             try:
                 answer = self.metrics.timed(lambda: score_one(self.tasks, task, source))
@@ -128,6 +133,44 @@ class RewardServer(ThreadingHTTPServer):
                 self.score((task, source, rid), wait=True, recovering=True)
             except Exception:  # a task gone since: asked again, it says so
                 self.store.abandon(rid)
+
+
+def default_queue(in_flight: int) -> int:
+    """Requests that wait their turn by default: a trainer's batch of concurrent requests
+    (32 clients at once queued rather than turned away: a retry loop starves some of them)."""
+    return max(64, 4 * in_flight)
+
+
+class Admission:
+    """``slots`` candidates scored at once; up to ``queue`` more wait their turn, first come
+    first served (a retry loop against a bare semaphore starved some clients for minutes:
+    p99 114 s against p50 0.35 s in benchmarks/serve_load.py); beyond them, turned away."""
+
+    def __init__(self, slots: int, queue: int) -> None:
+        self._slots, self._queue = slots, queue
+        self._cond = threading.Condition()
+        self._busy = 0
+        self._next = self._served = 0  # tickets given out, and the next one served
+
+    def acquire(self, *, wait: bool) -> bool:
+        """A slot now or, with ``wait`` or room in the queue, in turn; False: turned away."""
+        with self._cond:
+            waiting = self._next - self._served
+            if not wait and self._busy >= self._slots and waiting >= self._queue:
+                return False
+            ticket = self._next
+            self._next += 1
+            while ticket != self._served or self._busy >= self._slots:
+                self._cond.wait()
+            self._served += 1
+            self._busy += 1
+            self._cond.notify_all()
+            return True
+
+    def release(self) -> None:
+        with self._cond:
+            self._busy -= 1
+            self._cond.notify_all()
 
 
 class Metrics:
@@ -181,15 +224,20 @@ def serve(
     port: int = 8000,
     in_flight: int | None = None,
     store: str = ":memory:",
+    queue: int | None = None,
 ) -> RewardServer:
     """A server for the tasks in ``tasks_dir`` (not yet serving: call ``serve_forever``);
     ``in_flight``: candidates scored at once (default: the CPUs this process may use);
+    ``queue``: requests waiting their turn beyond them (default :func:`default_queue`);
     ``store``: the SQLite file its answers are kept in (``:memory:``: this process's life)."""
     if not os.path.isdir(tasks_dir):
         raise ConfigError(f"tasks directory {tasks_dir!r} is not a directory")
     slots = in_flight if in_flight is not None else len(os.sched_getaffinity(0))
     token = os.environ.get(TOKEN_ENV) or None
-    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots, SqliteStore(store))
+    if queue is not None and queue < 0:
+        raise ConfigError(f"queue must be 0 or more, not {queue}")
+    kept = SqliteStore(store)
+    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots, kept, queue)
 
 
 def score_one(tasks: TaskDirs, task: str, source: str) -> dict[str, Any]:

@@ -190,7 +190,15 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         type=whole_number(1),
         default=None,
         metavar="N",
-        help="Candidates scored at once; more get 429 (default: the CPUs it may use)",
+        help="Candidates scored at once; more wait (--queue) (default: the CPUs it may use)",
+    )
+    p.add_argument(
+        "--queue",
+        type=whole_number(0),
+        default=None,
+        metavar="N",
+        help="Requests waiting their turn beyond --in-flight; more get 429 "
+        "(default: 64, or 4 x --in-flight if more)",
     )
     p.add_argument(
         "--store",

@@ -396,7 +396,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pytest_scorewright.reward_service import serve
 
-    server = serve(args.tasks, args.host, args.port, args.in_flight, args.store)
+    server = serve(args.tasks, args.host, args.port, args.in_flight, args.store, args.queue)
     where = f"http://{args.host}:{int(server.server_address[1])}"
     print(f"scorewright: serving {args.tasks} on {where} (POST /score)", file=sys.stderr)
 
