@@ -96,3 +96,48 @@ def test_a_task_that_is_not_a_name_is_refused_in_one_line(
 def test_an_unknown_task_is_refused_in_one_line(compute_score: ComputeScore) -> None:
     with pytest.raises(ConfigError, match=r"^no task 'missing': .* is not a directory$"):
         compute_score("missing", RIGHT)
+
+
+def test_through_the_service_url_and_awaited_as_slime_does(
+    tasks: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+    import threading
+    from types import SimpleNamespace
+
+    from pytest_scorewright import verl
+    from pytest_scorewright.reward_service import serve
+
+    server = serve(str(tasks), "127.0.0.1", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        monkeypatch.delenv(verl.TASKS_ENV, raising=False)  # the service's tasks, not ours
+        monkeypatch.setenv(verl.SERVICE_ENV, f"http://127.0.0.1:{server.server_address[1]}")
+        answer = verl.compute_score("rle", f"```python\n{RIGHT}```")
+        assert answer["score"] == pytest.approx(1.0)
+        assert answer["verdict"] == "passed"
+        with pytest.raises(ConfigError, match=r"the reward service refused the sample: .*no task"):
+            verl.compute_score("nope", RIGHT)
+        sample = SimpleNamespace(response=RIGHT, label="rle", metadata={})
+        assert asyncio.run(verl.slime_reward(None, sample)) == pytest.approx(1.0)
+        awaited = asyncio.run(verl.async_compute_score("rle", RIGHT))
+        assert awaited["verdict"] == "passed"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+def test_a_service_that_cannot_be_reached_is_an_error_of_ours_not_a_zero(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import socket
+
+    from pytest_scorewright import verl
+    from pytest_scorewright.errors import InfrastructureError
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]  # closed again: nothing listens there
+    monkeypatch.setenv(verl.SERVICE_ENV, f"http://127.0.0.1:{port}")
+    with pytest.raises(InfrastructureError, match=r"the reward service at .* failed"):
+        verl.compute_score("rle", RIGHT)
