@@ -82,6 +82,7 @@ LAYERS = (
         "shinka",
         "reward_shapes",
         "reward_service",
+        "reward_file",
     ),
     ("cli",),
 )

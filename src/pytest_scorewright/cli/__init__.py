@@ -170,6 +170,19 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_show_and_export(sub)
     _add_serve(sub)
+    p = sub.add_parser(
+        "reward",
+        help="Verifier for file-based protocols (Harbor's tests/test.sh): score the candidate "
+        "and write a signed reward.json and reward.txt the candidate cannot forge",
+    )
+    p.add_argument("candidate", help="The candidate: a .py file or a directory")
+    p.add_argument(
+        "--reward-dir",
+        default="/logs/verifier",
+        metavar="DIR",
+        help="Where the harness reads reward.txt / reward.json (default /logs/verifier)",
+    )
+    _scores_candidates(p, commands.cmd_reward)
     return parser
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import signal
 import sys
@@ -17,6 +18,7 @@ from pytest_scorewright._text import clean
 from pytest_scorewright.command_options import evaluator_from_args, fitness_from_args
 from pytest_scorewright.errors import (
     ConfigError,
+    InfrastructureError,
     OutputPathError,
     ResultFormatError,
     ScorewrightError,
@@ -114,6 +116,30 @@ def cmd_score(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(result.to_json())
     return _below(result, args.fail_under)
+
+
+def cmd_reward(args: argparse.Namespace) -> int:
+    """``scorewright reward``: the trusted reward channel (pytest_scorewright/reward_file.py)."""
+    import pytest_scorewright.reward_file as reward_file
+    from pytest_scorewright.task_dirs import verdict
+    from pytest_scorewright.verifiers import judged
+
+    nonce = reward_file.require_nonce(os.environ.get(reward_file.NONCE_ENV))
+    directory = Path(args.reward_dir)
+    reward_file.clear(directory)  # before anything runs: a planted file never survives
+    fitness, meta = fitness_from_args(args)
+    with evaluator_from_args(args) as evaluator:
+        result = with_fitness(evaluator.score(args.candidate), fitness, meta)
+    try:
+        _, score = judged(result, fitness)
+    except InfrastructureError as exc:
+        print(f"scorewright: no reward written: {exc}", file=sys.stderr)
+        return 3
+    if not 0.0 <= score <= 1.0:
+        raise ConfigError(f"the fitness gives {score!r}, not in [0, 1]; reward files hold [0, 1]")
+    reward_file.write(directory, reward_file.signed(result, score, verdict(result), nonce))
+    print(f"scorewright: reward {score:.4f} ({verdict(result)}) in {directory}", file=sys.stderr)
+    return 0
 
 
 def _below(result: ScoreResult, fail_under: float | None) -> int:
