@@ -6,7 +6,7 @@ import platform
 import shutil
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -304,3 +304,17 @@ def quickstart_tasks(root: Path) -> Path:
         shutil.copytree(quickstart / name, root / "rle" / name, ignore=ignore)
     (root / "rle" / "scorewright.json").write_text('{"timeout_s": 30}', encoding="utf-8")
     return root
+
+
+def running(server: Any) -> Iterator[str]:
+    """``server`` (a reward_service.RewardServer) serving in a thread: yields its URL, and
+    shuts it down and closes it after."""
+    import threading
+
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -16,7 +16,7 @@ import pytest
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.reward_service import MAX_BODY, TOKEN_ENV, RewardServer, serve
-from tests.conftest import quickstart_tasks
+from tests.conftest import quickstart_tasks, running
 
 pytestmark = pytest.mark.sandbox
 
@@ -30,14 +30,7 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _running(server: RewardServer) -> Iterator[str]:
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        server.tasks.close()
+    yield from running(server)
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.reward_service import serve
-from tests.conftest import quickstart_tasks
+from tests.conftest import quickstart_tasks, running
 
 pytestmark = pytest.mark.sandbox
 
@@ -39,14 +39,7 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def url(tasks: Path) -> Iterator[str]:
-    server = serve(str(tasks), "127.0.0.1", 0)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    yield from running(serve(str(tasks), "127.0.0.1", 0))
 
 
 def _post(url: str, body: Any, timeout: float = 120) -> tuple[int, Any]:

@@ -7,6 +7,7 @@ already given and the fan-out stay with it.
 Read in order, each step is one call:
 
 1. ``ready.run``: the visible and held-out runs, judged (scoring/runs.py, integrity/verdict.py);
+   a run whose test process was SIGKILLed, not by us, made once more;
 2. applicability: the tests the reference skips, xfails or is flaky in, set aside
    (scoring/applicable.py);
 3. repeats of the visible run, for the timing checks;
@@ -19,6 +20,7 @@ Read in order, each step is one call:
 from __future__ import annotations
 
 import dataclasses
+import signal
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -50,6 +52,7 @@ class OneCandidate:
         """The candidate at ``path`` scored on ``suites``: steps 1 to 5 of the module's list."""
         ready = self.ready
         judged, copied, visible_s = ready.run(path, suites)
+        judged, run_again = self._once_more_if_killed(path, suites, judged)
         for suite, (verdict, _) in zip(suites, judged, strict=True):
             applicability = ready.reference.applicability.get(suite.name)
             if applicability is not None:
@@ -59,6 +62,8 @@ class OneCandidate:
             ((again, _),), _, _ = ready.run(path, suites[:1], visible_s)
             repeats.append(again.timing.tests_s)
         result = self._result(path, suites, judged, copied, repeats)
+        if run_again:
+            result = dataclasses.replace(result, extra={**result.extra, "run_again": run_again})
         narrowed = remeasured_suite(result, suites[0])
         if narrowed is None:
             return result
@@ -68,6 +73,21 @@ class OneCandidate:
         result = self._result(path, suites, judged, copied, repeats)
         measured = {"speedup_measured": [claimed, result.signal("speedup")]}
         return dataclasses.replace(result, extra={**result.extra, **measured})
+
+    def _once_more_if_killed(
+        self, path: Path, suites: Sequence[Suite], judged: list[Judged]
+    ) -> tuple[list[Judged], list[str]]:
+        """A test process killed by SIGKILL, and not by us (a deadline is ours): by the OOM
+        killer, by the candidate itself, or from outside (a scheduler, an operator), which is
+        no failure of the candidate's and would read as one. That run is made once more; a
+        second kill is the candidate's. Returns the runs, and the suites run again."""
+        kept, again = list(judged), []
+        for index, (suite, (_, seen)) in enumerate(zip(suites, judged, strict=True)):
+            if seen.signal == signal.SIGKILL and not seen.timed_out and seen.stopped is None:
+                ((verdict, observed),), _, _ = self.ready.run(path, [suite])
+                kept[index] = (verdict, observed)
+                again.append(suite.name)
+        return kept, again
 
     def _side_by_side(
         self, path: Path, suite: Suite, share: float
