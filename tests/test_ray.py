@@ -269,3 +269,55 @@ def test_a_caller_that_dies_mid_batch_leaves_no_actor_and_no_run_behind(
     assert _gone(pids, 30), "an actor outlived its caller"
     for pid in pids:
         assert sandbox_processes(pid, since) == []
+
+
+def test_the_reward_service_scores_on_ray_and_a_killed_actor_loses_no_request(
+    cluster: RayCluster, tmp_path: Path
+) -> None:
+    import threading
+    import urllib.request
+
+    from pytest_scorewright.reward_service import score_one, serve
+    from pytest_scorewright.task_dirs import TaskDirs
+    from tests.conftest import quickstart_tasks, running
+
+    tasks = quickstart_tasks(tmp_path / "tasks")
+    right = Path(__file__).resolve().parent.parent / "examples/quickstart/reference/solution.py"
+    source = right.read_text(encoding="utf-8")
+
+    def post(url: str, body: dict[str, Any]) -> dict[str, Any]:
+        data = json.dumps(body).encode()
+        request = urllib.request.Request(f"{url}/score", data=data, method="POST")  # noqa: S310
+        with urllib.request.urlopen(request, timeout=240) as answer:  # noqa: S310 - ours
+            found: dict[str, Any] = json.loads(answer.read())
+            return found
+
+    local_dirs = TaskDirs(tasks)
+    try:
+        local = score_one(local_dirs, "rle", source)
+    finally:
+        local_dirs.close()
+    with cluster.connected():
+        server = serve(str(tasks), "127.0.0.1", 0, ray=cluster.address, ray_actors=1)
+        assert server.ray is not None
+        pool = server.ray.pool
+        for url in running(server):
+            assert post(url, {"task": "rle", "source": source}) == {
+                **local,
+                "duration_s": pytest.approx(local["duration_s"], abs=60),
+            }
+            # The actor SIGKILLed while it scores a slow one: Ray starts it again, the
+            # candidate is tried again there, and the request is answered as if nothing
+            # had happened.
+            (victim,) = _actor_pids(pool).values()
+            got: list[dict[str, Any]] = []
+            slow = {"task": "rle", "source": source + "\nimport time\ntime.sleep(3)\n"}
+            asking = threading.Thread(target=lambda u=url, b=slow, g=got: g.append(post(u, b)))
+            asking.start()
+            time.sleep(2.0)
+            os.kill(victim, signal.SIGKILL)
+            asking.join(240)
+            assert got[0]["reward"] == pytest.approx(1.0)
+            assert got[0]["verdict"] == "passed"
+            (again,) = _actor_pids(pool).values()
+            assert again != victim

@@ -80,6 +80,7 @@ class RewardServer(ThreadingHTTPServer):
         in_flight: int,
         store: Store,
         queue: int | None = None,
+        ray: RayScoring | None = None,
     ) -> None:
         if token is None and not _loopback(address[0]):
             raise ConfigError(
@@ -90,6 +91,7 @@ class RewardServer(ThreadingHTTPServer):
         self.tasks = tasks
         self.token = token
         self.store = store
+        self.ray = ray
         self.metrics = Metrics()
         self.slots = Admission(in_flight, queue if queue is not None else default_queue(in_flight))
         self.pool = ThreadPoolExecutor(in_flight, thread_name_prefix="scorewright-batch")
@@ -111,7 +113,7 @@ class RewardServer(ThreadingHTTPServer):
             if not self.slots.acquire(wait=wait):
                 return None
             try:
-                answer = self.metrics.timed(lambda: score_one(self.tasks, task, source))
+                answer = self.metrics.timed(lambda: score_one(self.tasks, task, source, self.ray))
             finally:
                 self.slots.release()
             if answer["reward"] is not None:  # a failure of ours is scored again if asked
@@ -124,6 +126,8 @@ class RewardServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()  # joins the request threads: every answer is sent
         self.pool.shutdown()
+        if self.ray is not None:
+            self.ray.close()
         self.store.close()
         self.tasks.close()
 
@@ -171,6 +175,34 @@ class Admission:
         with self._cond:
             self._busy -= 1
             self._cond.notify_all()
+
+
+class RayScoring:
+    """Scoring on a Ray pool (``scorewright serve --ray ADDRESS``): one scorer per task on
+    ``actors`` actors, each building the task's Evaluator once; a lost actor's candidate is
+    tried again on a restarted one (fanout/ray_scorer.py), and one never answered is a
+    failure of ours (``reward: null``), never a 0.0."""
+
+    def __init__(self, address: str | None, actors: int, cpus: float) -> None:
+        from pytest_scorewright.fanout.ray_actor import import_ray
+        from pytest_scorewright.fanout.ray_pool import RayExecutor
+
+        ray = import_ray()
+        if not ray.is_initialized():
+            ray.init(address=address, log_to_driver=False)
+        self.pool = RayExecutor(actors, num_cpus=cpus)
+        self._scorers: dict[str, Any] = {}
+        self._lock = threading.Lock()
+
+    def scorer(self, tasks: TaskDirs, task: str) -> Any:
+        with self._lock:
+            found = self._scorers.get(task)
+            if found is None:
+                found = self._scorers[task] = self.pool.scorer(tasks.evaluator(task))
+            return found
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Metrics:
@@ -225,25 +257,35 @@ def serve(
     in_flight: int | None = None,
     store: str = ":memory:",
     queue: int | None = None,
+    ray: str | None = None,
+    ray_actors: int = 2,
 ) -> RewardServer:
     """A server for the tasks in ``tasks_dir`` (not yet serving: call ``serve_forever``);
     ``in_flight``: candidates scored at once (default: the CPUs this process may use);
     ``queue``: requests waiting their turn beyond them (default :func:`default_queue`);
-    ``store``: the SQLite file its answers are kept in (``:memory:``: this process's life)."""
+    ``store``: the SQLite file its answers are kept in (``:memory:``: this process's life);
+    ``ray``: a Ray cluster's address (``auto``: the one this machine runs) to score on, with
+    ``ray_actors`` actors of one CPU (then ``in_flight`` defaults to as many)."""
     if not os.path.isdir(tasks_dir):
         raise ConfigError(f"tasks directory {tasks_dir!r} is not a directory")
-    slots = in_flight if in_flight is not None else len(os.sched_getaffinity(0))
+    default = ray_actors if ray is not None else len(os.sched_getaffinity(0))
+    slots = in_flight if in_flight is not None else default
     token = os.environ.get(TOKEN_ENV) or None
     if queue is not None and queue < 0:
         raise ConfigError(f"queue must be 0 or more, not {queue}")
+    remote = RayScoring(ray, ray_actors, 1.0) if ray is not None else None
     kept = SqliteStore(store)
-    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots, kept, queue)
+    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots, kept, queue, remote)
 
 
-def score_one(tasks: TaskDirs, task: str, source: str) -> dict[str, Any]:
+def score_one(
+    tasks: TaskDirs, task: str, source: str, ray: RayScoring | None = None
+) -> dict[str, Any]:
     """One candidate's answer: the reward and the loop-safe numbers; ``reward: None`` with
-    the reason where it could not be scored for a reason of ours."""
-    result = tasks.evaluator(task).score_source(extract_code(source))
+    the reason where it could not be scored for a reason of ours. On ``ray``'s actors where
+    given, else here."""
+    scorer = ray.scorer(tasks, task) if ray is not None else tasks.evaluator(task)
+    result = scorer.score_source(extract_code(source))
     try:
         _, score = judged(result, FITNESS)
     except InfrastructureError as exc:

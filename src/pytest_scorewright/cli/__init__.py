@@ -214,6 +214,18 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(default: 64, or 4 x --in-flight if more)",
     )
     p.add_argument(
+        "--ray",
+        metavar="ADDRESS",
+        help="Score on a Ray cluster (auto: this machine's) instead of here (default: here)",
+    )
+    p.add_argument(
+        "--ray-actors",
+        type=whole_number(1),
+        default=2,
+        metavar="N",
+        help="With --ray: actors of one CPU, each scoring one candidate at a time (default 2)",
+    )
+    p.add_argument(
         "--store",
         default="scorewright-serve.sqlite",
         metavar="PATH",

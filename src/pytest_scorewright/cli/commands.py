@@ -422,7 +422,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
 def cmd_serve(args: argparse.Namespace) -> int:
     from pytest_scorewright.reward_service import serve
 
-    server = serve(args.tasks, args.host, args.port, args.in_flight, args.store, args.queue)
+    server = serve(
+        args.tasks, args.host, args.port, args.in_flight, args.store, args.queue,
+        ray=args.ray, ray_actors=args.ray_actors,
+    )  # fmt: skip
     where = f"http://{args.host}:{int(server.server_address[1])}"
     print(f"scorewright: serving {args.tasks} on {where} (POST /score)", file=sys.stderr)
 
