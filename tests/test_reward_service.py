@@ -81,8 +81,20 @@ def test_candidates_get_a_reward_a_verdict_and_no_held_out_text(url: str) -> Non
         (json.dumps({"task": "../rle", "source": "x"}).encode(), 400, "is not a task name"),
         (json.dumps({"task": "nope", "source": "x"}).encode(), 404, "no task 'nope'"),
         (b"x" * (MAX_BODY + 1), 413, "over"),
+        (b"[" * 200_000, 400, "not UTF-8 JSON (RecursionError)"),
+        (json.dumps({"task": "rle", "source": "x", "id": "a" * 300}).encode(), 400, "'id'"),
     ],
-    ids=["malformed", "not-utf8", "not-an-object", "no-source", "path", "unknown", "huge"],
+    ids=[
+        "malformed",
+        "not-utf8",
+        "not-an-object",
+        "no-source",
+        "path",
+        "unknown",
+        "huge",
+        "nested-deep",
+        "long-id",
+    ],
 )
 def test_bad_requests_get_a_status_and_one_line(
     url: str, body: bytes, status: int, says: str

@@ -99,6 +99,11 @@ class RewardServer(ThreadingHTTPServer):
         # What a killed predecessor left unfinished, scored again now (a retry waits for it).
         threading.Thread(target=self._recover, name="scorewright-recover", daemon=True).start()
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A connection that broke mid-answer (the client gave up): no traceback of ours on
+        # the service's stderr; the request's own errors are answered in do_POST.
+        return
+
     def score(
         self, item: shapes.Item, *, wait: bool, recovering: bool = False
     ) -> dict[str, Any] | None:
@@ -373,6 +378,8 @@ class _Handler(BaseHTTPRequestHandler):
         except ConfigError as exc:
             status = 404 if str(exc).startswith("no task") else 400
             self._send(status, {"error": str(exc).splitlines()[0][:300]})
+        except Exception as exc:  # a bug of ours: said in one line, and the service goes on
+            self._send(500, {"error": f"internal error ({type(exc).__name__}); retry"})
 
     # -- the shapes ------------------------------------------------------------------------
 
@@ -439,7 +446,7 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(int(length))
         try:
             body = json.loads(raw.decode("utf-8"))
-        except (UnicodeDecodeError, ValueError) as exc:
+        except (UnicodeDecodeError, ValueError, RecursionError) as exc:
             self._send(400, {"error": f"the body is not UTF-8 JSON ({type(exc).__name__})"})
             return None
         if not isinstance(body, dict):
