@@ -156,10 +156,18 @@ def one(at: float, group: bool, settle: float) -> tuple[bool, str]:
         time.sleep(0.5)
     waited = settle - max(0.0, deadline - time.monotonic())
     how = "group" if group else "alone"
+    swept = ""
+    if ours:
+        # A whole session killed at once leaves what its cleaners had not removed yet; the
+        # next Evaluator's preparation removes a dead owner's work dirs (sandbox/leftovers.py).
+        from pytest_scorewright.sandbox.leftovers import sweep
+
+        sweep(tmp)
+        swept = f" ({len(_left_in(tmp, texts)[1])} after the next Evaluator's sweep)"
     line = (
         f"killed {how:>5} at {at:4.1f}s ({served} of ours serving it): after {waited:4.1f}s "
         f"{len(alive)} of our processes, "
-        f"{len(ours)} work dirs, {len(readable)} held-out copies readable by others"
+        f"{len(ours)} work dirs{swept}, {len(readable)} held-out copies readable by others"
     )
     if group:  # the loop's own workers died with it; anything left of ours is a failure
         for pid in alive:

@@ -387,5 +387,7 @@ def test_openevolves_controller_killed_mid_run_leaves_nothing_of_ours(group: boo
 
     ok, line = one(6.0, group, settle=30.0)
     assert ok, line
-    assert "0 work dirs" in line, line
+    # Left by the cleaners, or (a whole group killed at once, CI saw one left once) removed by
+    # the next Evaluator's preparation, as sandbox/leftovers.py promises.
+    assert "0 work dirs" in line or "(0 after the next Evaluator's sweep)" in line, line
     assert " 0 of ours serving it" not in line, line  # it was killed while being served
