@@ -109,6 +109,8 @@ class Session:
         self.lock = threading.RLock()
         #: Requests sent so far (each a round trip); the benchmark fixture counts them.
         self.requests = 0
+        #: References decoded so far: a value whose decoding made none holds no stand-in.
+        self.derefs = 0
         #: The fastest null call to the current candidate process, timed before it had
         #: imported any candidate code: the most the benchmark fixture subtracts for a call.
         self.trusted_trip: float | None = None
@@ -362,6 +364,7 @@ class Session:
         return {"w": ident, "k": "fn" if callable(obj) else "obj"}
 
     def _deref(self, form: Any) -> Any:
+        self.derefs += 1
         if type(form) is not dict:
             raise values.NotPlainData("a reference that is not an object")
         if "w" in form:
@@ -756,14 +759,17 @@ def _call(
 ) -> Any:
     session = target.__dict__["_sw_ref"].session
     answer = _send_call(session, target, op, name, args, kwargs)
+    derefs = session.derefs
     try:
         value = session.decode(answer["value"])
+        crossed_a_reference = session.derefs != derefs
         mutated = {k: session.decode(v) for k, v in _pairs(answer.get("mutated"))}
     except values.NotPlainData as exc:
         raise CandidateError(
             f"the candidate's process answered with malformed data: {exc}"
         ) from None
-    _note_handle_returned(session, target, name, value)
+    if crossed_a_reference:  # else plain data through and through: no walk on the clock
+        _note_handle_returned(session, target, name, value)
     for position, new in mutated.items() if type(mutated) is dict else ():
         index = int(position) if str(position).isdigit() else -1
         if (

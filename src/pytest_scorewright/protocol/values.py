@@ -85,7 +85,7 @@ def encode(value: Any, ref: Callable[[Any], Any], depth: int = 0, *, by_value: b
         return encode(item, ref, d, by_value=by_value)
 
     if kind is list:
-        if all(type(v) in _SIMPLE for v in value) and _all_plain(value):
+        if _simple_list(value):
             return list(value)  # the common case, without a call per item
         return [e(v) for v in value]
     if kind is tuple:
@@ -156,6 +156,24 @@ def _builtin_base(kind: type) -> type | None:
         if cls in _AS_BASE:
             return cls
     return None
+
+
+def _simple_list(items: list[Any]) -> bool:
+    """Whether every item of ``items`` is simple and its own JSON form; the lists of one
+    type that most calls pass and return are checked by C loops (a timed call's crossing
+    is subtracted only down to a null call's, so its cost here reads as the candidate's)."""
+    kinds = set(map(type, items))
+    if not kinds <= _SIMPLE:
+        return False
+    if kinds == _INTS:
+        return bool(min(items) > -_BIG and max(items) < _BIG)
+    if kinds == _FLOATS:
+        return all(map(math.isfinite, items))
+    return kinds <= _TEXT or _all_plain(items)
+
+
+_INTS, _FLOATS = frozenset({int}), frozenset({float})
+_TEXT = frozenset({str, bool, type(None)})
 
 
 def _all_plain(values: list[Any]) -> bool:
@@ -232,7 +250,7 @@ def decode(data: Any, deref: Callable[[Any], Any], depth: int = 0) -> Any:
         return data
     d = depth + 1
     if kind is list:
-        if all(type(v) in _SIMPLE for v in data):
+        if set(map(type, data)) <= _SIMPLE:
             return list(data)  # all plain already; a copy, so the JSON form stays as it came
         return [decode(v, deref, d) for v in data]
     if kind is not dict or len(data) != 1:
