@@ -27,9 +27,9 @@ TEST_TIMEOUT_FLOOR_S = 1.0
 #: second of CPU, which a loaded machine does not stretch as it stretches wall time (a
 #: lazy import of a heavy library in a test's first call stays well under it).
 TEST_CPU_FLOOR_S = 0.5
-#: Once a run has seen HANG_EVIDENCE timeouts, more than passes (protocol/wire.py), each later
-#: test gets at most these: a candidate that hangs more than it works is still scored on every
-#: test, each in a fraction of a second (a quick test's reference time is milliseconds) ...
+#: While a run has more timeouts than passes (protocol/wire.py), each later quick test gets
+#: at most these: a candidate that hangs more than it works is still scored on every test,
+#: each in a fraction of a second (a quick test's reference time is milliseconds) ...
 SHORT_WALL_S = 0.2
 SHORT_CPU_S = 0.1
 #: ... or, for a test with limits of its own (a slower one), at least twice what it took with

@@ -198,7 +198,7 @@ class ChildReporter:
             # under the short limits: whatever the order of its tests, each gets the outcome
             # it has alone, in a fraction of a second if it hangs.
             self.clock.hanging = self.timeouts >= wire.HANG_EVIDENCE
-            self.clock.short = self.clock.hanging and self.timeouts > self.passed
+            self.clock.short = self.timeouts > self.passed
 
     def pytest_keyboard_interrupt(self, excinfo: pytest.ExceptionInfo[BaseException]) -> None:
         text = str(getattr(excinfo.value, "msg", "") or excinfo.value)

@@ -135,6 +135,10 @@ def _serve(spec: SandboxSpec, worker: int, requests: socket.socket) -> int:
 #: The most of a candidate process's stack sent back, and how long it may take to come.
 _STACK_BYTES = 8000
 _STACK_WAIT_S = 0.5
+#: How long a pause after the dump's first bytes ends it. faulthandler writes the whole dump
+#: from one signal handler, in C, in microseconds; each test a hung candidate times out in
+#: waits this once (it was 50 ms: a tenth of a second per 0.2 s short limit).
+_STACK_TAIL_S = 0.005
 
 
 def _stack_of(pid: int, stack: int) -> bytes:
@@ -164,7 +168,7 @@ def _stack_of(pid: int, stack: int) -> bytes:
         if not chunk:
             break
         got += chunk
-        wait = 0.05  # the rest of the dump follows at once
+        wait = _STACK_TAIL_S  # the rest of the dump follows at once
     return got
 
 

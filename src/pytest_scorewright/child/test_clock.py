@@ -13,7 +13,10 @@ A timeout fires once, but a test can go on after it: each of its subtests catche
 and the next one calls the hung candidate again (the quickstart's ``test_many_round_trips``
 held a hung candidate's run for the whole 45 s budget). So a test still running past a limit
 gets the signal again every :data:`REFIRE_S`, over its CPU limit or past its wall limit by
-that much: each further hang in it is cut as quickly.
+that much: each further hang in it is cut as quickly. A signal that finds the test process
+in our own reporting (the reporter's hooks, a message being written to the parent) is let
+pass, and the next one comes :data:`REFIRE_S` later: a failure raised there would lose a
+report, not cut a hang.
 
 A quick test (over before the watcher's first look) costs one ``process_time`` call at each
 end and no read of /proc: only tests that take a while are measured in full.
@@ -28,6 +31,7 @@ import signal
 import threading
 import time
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from types import FrameType
 
 import pytest
@@ -38,8 +42,17 @@ from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK, WALL_TIMEOUT_MARK
 
 #: How often the watcher looks at a running test's CPU time.
 POLL_S = 0.025
-#: A test past a limit that it has already been failed for gets the signal again this often.
-REFIRE_S = 0.2
+#: A test past a limit that it has already been failed for gets the signal again this often:
+#: each subtest that calls a hung candidate again costs this (the quickstart's five: 0.5 s).
+REFIRE_S = 0.1
+#: Files of ours in which a signal is let pass (see the module docstring).
+REPORTING_FILES = (
+    str(Path(__file__).with_name("reporter.py")),
+    str(Path(__file__).parent.parent / "protocol" / "channel.py"),
+)
+_REPORTING = frozenset(REPORTING_FILES)
+#: How many of the innermost frames are looked at for them.
+_REPORTING_DEPTH = 8
 #: The signal that fails a test over its CPU limit (SIGALRM is pytest-timeout's).
 SIGNAL = signal.SIGPROF
 #: Bound at import, before any candidate code.
@@ -65,9 +78,11 @@ class TestClock:
         self.own = dict(own)
         self.default = default
         self.candidate_pid = candidate_pid
-        #: Set by the reporter once the run has more timeouts than passes (wire.HANG_EVIDENCE).
+        #: Set by the reporter while the run has more timeouts than passes: quick tests get
+        #: the short limits.
         self.short = False
-        #: Set by the reporter once the run has had wire.HANG_EVIDENCE timeouts at all.
+        #: Set by the reporter once the run has had wire.HANG_EVIDENCE timeouts at all: then
+        #: slower tests (limits of their own) get twice their reference time.
         self.hanging = False
         # Re-entrant: the signal's handler runs in the test's thread, perhaps while it holds it.
         self._lock = threading.RLock()
@@ -96,11 +111,14 @@ class TestClock:
         """The (wall, CPU) limits ``nodeid`` runs under now, or None: the command line's."""
         limit = self.own.get(nodeid, self.default)
         own = nodeid in self.own
-        # A candidate seen hanging gets twice the reference's time in a slower test, not five
-        # or ten times: a hang there would cost seconds (its quick tests keep their floors
-        # until it hangs more than it works). A slower test keeps twice its reference time
-        # even then: cut at the quick tests' short limits, a right answer would read as a hang.
-        if limit is None or not (self.short or (own and self.hanging)):
+        # A candidate that hangs more than it works gets the short limits in its quick tests
+        # (one timeout in the first test is enough: 0.2 s each after it, not a second). One
+        # seen hanging twice gets twice the reference's time in a slower test, not five or
+        # ten times: a hang there would cost seconds. A slower test never gets less than
+        # twice its reference time (cut at the quick tests' short limits, a right answer
+        # would read as a hang), nor less than its own limits after a single timeout: a
+        # right program's one test stretched by a loaded machine must not cut the next.
+        if limit is None or not ((self.short and not own) or (own and self.hanging)):
             return limit
         wall, cpu = limit
         least_wall = max(SHORT_WALL_S, wall * SHORT_SHARE["wall"]) if own else SHORT_WALL_S
@@ -199,4 +217,16 @@ class TestClock:
             fired, current, why = self._fired, self._nodeid, self._why
         if fired is None or fired != current or not why:
             return  # late: the test it was meant for is over
+        if _in_reporting(frame):
+            return  # the watcher sends it again REFIRE_S later, if the test still runs
         pytest.fail(why, pytrace=False)
+
+
+def _in_reporting(frame: FrameType | None) -> bool:
+    for _ in range(_REPORTING_DEPTH):
+        if frame is None:
+            return False
+        if frame.f_code.co_filename in _REPORTING:
+            return True
+        frame = frame.f_back
+    return False

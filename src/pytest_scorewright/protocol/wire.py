@@ -339,9 +339,10 @@ OVERSIZE = "oversize"
 CTL = "ctl"
 COVERAGE = "coverage"
 
-#: After this many timeouts in a run, more than its tests passed, each later test gets the
-#: short limits (limits.py SHORT_WALL_S, SHORT_CPU_S) until passes outnumber timeouts again:
-#: a candidate that hangs more than it works is still scored on every test, each quickly.
+#: While a run has more timeouts than passes, each later quick test gets the short limits
+#: (limits.py SHORT_WALL_S, SHORT_CPU_S): a candidate that hangs more than it works is still
+#: scored on every test, each quickly. After this many timeouts, a slower test (limits of
+#: its own) gets twice its reference time (child/test_clock.py).
 HANG_EVIDENCE = 2
 #: A run stops after this many of its tests time out with none passed (the child's reporter
 #: asks pytest to stop, as -x does): a candidate hung on every input it was given. The tests
