@@ -33,7 +33,7 @@ from collections.abc import Callable
 
 from _pytest.assertion.rewrite import rewrite_asserts
 
-from pytest_scorewright.child import recheck
+from pytest_scorewright.child.test_process import recheck
 from pytest_scorewright.integrity import recheck_evidence as parent
 from pytest_scorewright.protocol.channel import FrameReader
 from pytest_scorewright.suite.instrument import instrument_after, instrument_before

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_scorewright.child.anchors import NotPlain, encode, make_anchor
+from pytest_scorewright.child.test_process.anchors import NotPlain, encode, make_anchor
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.integrity.anchor_evidence import matches
 from pytest_scorewright.result import ScoreResult
@@ -152,7 +152,7 @@ def test_silencing_the_anchor_fails_the_test(evaluator: Evaluator, tmp_path: Pat
         evaluator,
         tmp_path,
         """
-        from pytest_scorewright.child import anchors
+        from pytest_scorewright.child.test_process import anchors
         anchors.Scorewright.expect = lambda self, value, **kw: None
 
         def sort_desc(items):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_scorewright.child import bench
+from pytest_scorewright.child.test_process import bench
 from tests.conftest import RunScored
 
 # Tests written for pytest-benchmark, as they are: they must run unchanged on our fixture.
@@ -113,7 +113,7 @@ def test_the_fixture_times_once_a_test_as_pytest_benchmarks_does(
     pytester.makepyfile(
         """
         import pytest
-        from pytest_scorewright.child.bench import FixtureAlreadyUsed
+        from pytest_scorewright.child.test_process.bench import FixtureAlreadyUsed
 
 
         def test_twice(benchmark):

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_scorewright.child import canaries, recheck
+from pytest_scorewright.child.test_process import canaries, recheck
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.protocol import values
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.child.anchors import make_anchor
+from pytest_scorewright.child.test_process.anchors import make_anchor
 from pytest_scorewright.integrity.codes import CODES
 from pytest_scorewright.integrity.verdict import MAX_COLLECTION_ERRORS, MAX_FINDINGS, judge
 from pytest_scorewright.protocol import wire
@@ -106,7 +106,9 @@ def test_a_malformed_frame_breaks_the_channel_with_a_reason_never_an_exception(
 
 def test_what_the_child_legitimately_sends_decodes() -> None:
     deepest: Any = {}
-    for _ in range(50):  # child/anchors.py encodes at most this deep; a dict costs 3 levels
+    for _ in range(
+        50
+    ):  # child/test_process/anchors.py encodes at most this deep; a dict costs 3 levels
         deepest = {1: deepest}
     anchor = make_anchor(deepest, None, None)
     assert anchor.not_plain is None

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_scorewright import child
-from pytest_scorewright.child import identities, monitor
+from pytest_scorewright.child.shared import monitor
+from pytest_scorewright.child.test_process import identities
 from pytest_scorewright.integrity import verdict
 from pytest_scorewright.protocol import wire
 
@@ -166,12 +167,12 @@ def test_loading_the_child_side_loads_nothing_of_the_parents() -> None:
     # a fresh interpreter, so that nothing this test process loaded counts.
     code = (
         "import sys\n"
-        "import pytest_scorewright.child.processes, pytest_scorewright.plugin\n"
+        "import pytest_scorewright.child.setup.processes, pytest_scorewright.plugin\n"
         "print('\\n'.join(m for m in sys.modules if m.startswith('pytest_scorewright')))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     loaded = done.stdout.split()
-    assert "pytest_scorewright.child.runner" in loaded
+    assert "pytest_scorewright.child.test_process.runner" in loaded
     leaked = [m for m in loaded if m.startswith(PARENT_ONLY)]
     assert not leaked, f"the child side loads parent-only modules: {leaked}"
 
@@ -247,3 +248,54 @@ def test_no_folder_imports_a_folder_that_imports_it_back() -> None:
     }
     both_ways = sorted({tuple(sorted(e)) for e in edges if (e[1], e[0]) in edges})
     assert not both_ways, both_ways
+
+
+#: The sandbox's processes, one folder each (child/__init__.py), and what each may import
+#: of the others: setup starts the test process and the candidate's; both load ``shared/``;
+#: the candidate's process loads nothing of the test process's side, nor the test process
+#: anything of the candidate's (it reaches it only by name, over the call channel).
+PROCESS_FOLDERS = {
+    "setup": {"setup", "test_process", "apart", "shared"},
+    "test_process": {"test_process", "shared"},
+    "apart": {"apart", "shared"},
+    "shared": {"shared"},
+}
+
+
+def _child_folder(module: str) -> str | None:
+    parts = module.split(".")
+    return parts[2] if len(parts) > 3 and parts[1] == "child" else None
+
+
+def test_every_child_module_lives_in_the_folder_of_its_process() -> None:
+    loose = [
+        name
+        for name in MODULES
+        if name.startswith("pytest_scorewright.child.")
+        and _child_folder(name) not in PROCESS_FOLDERS
+        and name.split(".")[2] not in PROCESS_FOLDERS
+    ]
+    assert not loose, f"child modules outside a process's folder: {loose}"
+
+
+@pytest.mark.parametrize("folder", sorted(PROCESS_FOLDERS))
+def test_a_process_imports_only_what_runs_in_it(folder: str) -> None:
+    crossing = [
+        f"{module} imports {name}"
+        for module, path in MODULES.items()
+        if _child_folder(module) == folder
+        for name in _our_imports(path, top_level_only=False)
+        if name.startswith("pytest_scorewright.child.")
+        and (_child_folder(name) or name.split(".")[2]) not in PROCESS_FOLDERS[folder]
+    ]
+    assert not crossing, crossing
+    # And nothing of the parent's side: only the leaves (child/__init__.py ALLOWED_IMPORTS).
+    outside = [
+        f"{module} imports {name}"
+        for module, path in MODULES.items()
+        if _child_folder(module) == folder
+        for name in _our_imports(path, top_level_only=False)
+        if not name.startswith(child.ALLOWED_IMPORTS)
+        or (folder == "apart" and not name.startswith(child.APART_ALLOWED_IMPORTS))
+    ]
+    assert not outside, outside

@@ -251,7 +251,7 @@ def test_slowed_null_calls_are_never_subtracted_beyond_those_before_the_import(
 REPLACES_THE_FIXTURES_CLOCK = """
 import itertools
 
-import pytest_scorewright.child.bench as bench
+import pytest_scorewright.child.test_process.bench as bench
 
 _ticks = itertools.count()
 bench._clock = lambda: next(_ticks) * 1e-9

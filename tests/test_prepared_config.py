@@ -427,7 +427,7 @@ def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path
     script = textwrap.dedent(
         f"""
         from _pytest.config import _prepareconfig
-        from pytest_scorewright.child.resume import process_state
+        from pytest_scorewright.child.test_process.resume import process_state
         from pytest_scorewright.suite.warm_config import _open_fds, _start
 
         class Broken:
@@ -450,7 +450,7 @@ def test_a_session_that_fails_to_start_leaves_the_warm_parent_as_it_was(tmp_path
 
 def test_a_pythonpath_ini_finds_the_suites_helpers_in_a_warm_run(tmp_path: Path) -> None:
     # The warm parent parses with the work dir still empty: the import system must not keep
-    # "nothing there" for the ini's pythonpath directories (child/resume.py).
+    # "nothing there" for the ini's pythonpath directories (child/test_process/resume.py).
     tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "helper.py").write_text("EXPECTED = 4\n", encoding="utf-8")

@@ -18,8 +18,8 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_scorewright.child import recheck as child
-from pytest_scorewright.child.monitor import Monitor
+from pytest_scorewright.child.shared.monitor import Monitor
+from pytest_scorewright.child.test_process import recheck as child
 from pytest_scorewright.integrity import recheck_evidence as parent
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import FrameReader
@@ -369,4 +369,4 @@ def test_the_module_registers_what_it_defines_with_the_monitor(tmp_path: Path) -
         os.close(write)
     assert "f" in seen["test_sample.py"]
     assert "test_compares" in seen["test_sample.py"]
-    assert importlib.util.find_spec("pytest_scorewright.child.recheck") is not None
+    assert importlib.util.find_spec("pytest_scorewright.child.test_process.recheck") is not None

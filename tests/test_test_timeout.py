@@ -355,7 +355,7 @@ def test_limits_are_rounded_up_to_coarse_steps() -> None:
 
 
 def test_the_short_limits_leave_a_slower_test_twice_its_reference_time() -> None:
-    from pytest_scorewright.child.test_clock import TestClock
+    from pytest_scorewright.child.test_process.test_clock import TestClock
 
     # test_round_trip took 0.44 s with the reference: 5 s of wall time, 3 s of CPU.
     clock = TestClock({"t::slow": (5.0, 3.0)}, (1.0, 0.5), lambda: None)
@@ -422,7 +422,7 @@ def test_a_test_that_goes_on_after_its_timeout_is_cut_again(hang: str, tmp_path:
 def test_a_refired_signal_is_let_pass_inside_our_reporting() -> None:
     import sys
 
-    from pytest_scorewright.child import test_clock
+    from pytest_scorewright.child.test_process import test_clock
 
     # A frame of the channel's writer (a report on its way to the parent): a failure raised
     # there would lose the report, so the signal waits for the watcher's next one.

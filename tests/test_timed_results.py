@@ -1,4 +1,5 @@
-"""Every timed result counts (child/timed_results.py, results/measure.py): speed bought with
+"""Every timed result counts (child/test_process/timed_results.py, results/measure.py): speed
+bought with
 wrong, deferred or cached answers earns nothing, and an honestly faster program keeps its
 speedup. The task (tests/speed_task) has a benchmark on fixed arguments and a ``pedantic``
 one with fresh random arguments each round whose result the test does not assert."""
@@ -199,7 +200,8 @@ def test_cpu_time_is_reported_beside_wall_time_and_work_off_the_clock_earns_no_s
 
 
 #: Fresh arguments each round, used up by the call: apart, the fixture makes the previous
-#: round's call again before each round (child/bench.py ``_warm_up``), and here that call
+#: round's call again before each round (child/test_process/bench.py ``_warm_up``), and here that
+#: call
 #: finds an empty list (nothing to do) or, in ``pop_first``, raises.
 CONSUMING_TESTS = """
 import random

@@ -1,7 +1,8 @@
 """A skip raised from candidate code inside a ``unittest.TestCase`` test is gaming evidence,
 as it is in a plain pytest test: pytest's unittest support hands the exception to the item as
 a result (``pytest.skip``) or makes a fresh Skipped of the SkipTest unittest caught, and the
-reporter still finds the candidate's frame (child/reporter.py, child/monitor.py)."""
+reporter still finds the candidate's frame (child/test_process/reporter.py,
+child/shared/monitor.py)."""
 
 from __future__ import annotations
 

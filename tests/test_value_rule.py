@@ -3,7 +3,7 @@ containers a function returns is never credited, in any common assertion style, 
 isolations; the same program without it is clean. Real runs over generated nestings
 (hypothesis draws the value and where the liar sits; one Evaluator scores them all).
 
-The canaries (child/canaries.py) would catch most of these too; here every candidate is
+The canaries (child/test_process/canaries.py) would catch most of these too; here every candidate is
 also checked for evidence of the value rule itself: a failed test, a re-check that does not
 hold, a result held against the reference's, never a canary alone."""
 

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING
 import pytest
 
 import pytest_scorewright.hookspecs as hookspecs
-from pytest_scorewright.child import bench
-from pytest_scorewright.child.anchors import Scorewright
+from pytest_scorewright.child.test_process import bench
+from pytest_scorewright.child.test_process.anchors import Scorewright
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.plugin_options import PluginSettings, add_options
 from pytest_scorewright.pluginmode.recorder import ScoreRecorder

@@ -86,7 +86,8 @@ class Signal:
 
 @dataclass(frozen=True)
 class Benchmark:
-    """A test's benchmark figures, per call of the benchmarked function (child/bench.py):
+    """A test's benchmark figures, per call of the benchmarked function
+    (child/test_process/bench.py):
     round trips to the candidate's process already subtracted (``overhead_s`` per call)."""
 
     median_s: float

@@ -1,9 +1,11 @@
-"""Everything that executes in the sandbox, below the trusted parent: the processes S, PID 1
-and the worker (``processes.py``, ``confine.py``), the test process's pytest run
-(``runner.py``, ``reporter.py``, ``resume.py``), its tripwires and trusted probes
-(``monitor.py``, ``recheck.py``, ``anchors.py``, ``bench.py``), its proxies to the
-candidate's process (``proxy.py``, started by ``spawner.py``), and, in ``apart/``, the
-candidate's own process.
+"""Everything that executes in the sandbox, below the trusted parent, one folder per process:
+
+- ``setup/``: S, PID 1 and the worker W's confinement, before any candidate code
+  (``processes.py``, ``confine.py``; PID 1's ``spawner.py`` starts the processes below);
+- ``test_process/``: pytest's run of the trusted tests, the reporter, each test's clock, the
+  trusted probes and, with the candidate apart, its proxies and stand-ins;
+- ``apart/``: the candidate's own process;
+- ``shared/``: what both sandboxed processes load (the monitor, the path rule, coverage).
 
 Whatever runs next to candidate code is the candidate's: code here reports, it never decides.
 So it may import only what it needs to report, never the parent's judgement or plans. The
@@ -29,7 +31,7 @@ ALLOWED_IMPORTS = (
     "pytest_scorewright.errors",
 )
 #: Modules of this package that run in both sandboxed processes (the candidate's too).
-SHARED = ("pytest_scorewright.child.monitor", "pytest_scorewright.child.imports")
+SHARED = ("pytest_scorewright.child.shared",)
 #: What the candidate's process (``child/apart/``) may import from this project.
 APART_ALLOWED_IMPORTS = (
     "pytest_scorewright.child.apart",

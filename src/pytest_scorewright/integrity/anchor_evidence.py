@@ -1,6 +1,7 @@
 """Anchored checks, the parent's half: a candidate's anchored value against the reference's.
 
-The child sends values (child/anchors.py); the comparison happens here, in the trusted parent,
+The child sends values (child/test_process/anchors.py); the comparison happens here, in the trusted
+parent,
 with the reference run's tolerance, never the candidate's.
 """
 

@@ -1,7 +1,8 @@
 """Re-checked assertions, the parent's half: a passing assertion's operands, decoded into
 builtin values here, must still satisfy it.
 
-The trusted test bytecode (suite/rewritten.py, child/recheck.py) sends, for each passing
+The trusted test bytecode (suite/rewritten.py, child/test_process/recheck.py) sends, for each
+passing
 ``assert a == b`` (``!=``, ``in``, ``not in``, ``<``, ``<=``, ``>``, ``>=``, ``is None``,
 ``is not None``, ``not x``, a bare truth test, and unittest's ``assertEqual`` family), a
 plain encoding of each operand made of exact
@@ -34,10 +35,11 @@ OPS: Mapping[str, Callable[[list[Any]], bool]] = {
     ">": lambda s: bool(s[0] > s[1]),
     ">=": lambda s: bool(s[0] >= s[1]),
     # Not an assertion: a call's result in the trusted tests, told only as plain data or the
-    # candidate's own object (child/recheck.py ``returned``); held against the reference's.
+    # candidate's own object (child/test_process/recheck.py ``returned``); held against the
+    # reference's.
     "returned": lambda s: True,
     # Not an assertion either: an object of the candidate's (apart) handed a test's value at
-    # a place (child/recheck.py ``given``); held against the reference's objects there.
+    # a place (child/test_process/recheck.py ``given``); held against the reference's objects there.
     "given": lambda s: True,
 }
 #: How many operands each comparison has.

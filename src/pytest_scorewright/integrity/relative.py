@@ -146,7 +146,8 @@ _CANARY_KIND = {
 
 def canary_reasons(name: str, verdict: RunVerdict, trusted: TrustedRun | None) -> list[Reason]:
     """The first impossible canary the run passed where the reference's run failed it at
-    the same test and place (child/canaries.py). No correct program passes one: candidate
+    the same test and place (child/test_process/canaries.py). No correct program passes one:
+    candidate
     code decided the assertion, whatever the mechanism. Without a reference, a canary passed
     is only a hint (no run showed that the suite's own values fail it)."""
     for (test, site), seen in verdict.canaries.items():

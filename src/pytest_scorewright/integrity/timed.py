@@ -2,7 +2,8 @@
 
 The benchmark fixture seeds each round's ``setup`` the same way in every run, and sends each
 round's print: a digest of its arguments and one of its result, floats rounded to six
-significant digits (child/timed_results.py). A round whose result is not the reference's on
+significant digits (child/test_process/timed_results.py). A round whose result is not the
+reference's on
 the same arguments is a wrong answer the clock timed. A few such rounds may be two right
 answers that round differently; speed bought with wrong answers needs most rounds to move a
 median, so more than :data:`MOST_DIFFERING` of the compared rounds is evidence.

@@ -144,13 +144,14 @@ class RunVerdict:
     plain: dict[SideKey, bool] = field(default_factory=dict)
     #: The first non-plain operand at each place where one was received.
     not_plain: dict[SideKey, NotPlain] = field(default_factory=dict)
-    #: Impossible canaries by place (child/canaries.py; integrity/relative.py judges them).
+    #: Impossible canaries by place (child/test_process/canaries.py; integrity/relative.py judges
+    #: them).
     canaries: dict[CanaryKey, Canary] = field(default_factory=dict)
     #: Test modules that announced the trusted (instrumented) bytecode.
     instrumented: set[str] = field(default_factory=set)
     #: Values submitted for objectives, in arrival order.
     submissions: list[Submission] = field(default_factory=list)
-    #: Each fresh-argument benchmark's round prints (child/timed_results.py), by test.
+    #: Each fresh-argument benchmark's round prints (child/test_process/timed_results.py), by test.
     timed_prints: dict[str, tuple[str, ...]] = field(default_factory=dict)
     #: With coverage: the lines of the candidate's files its process claims ran, as
     #: ``'1-3,7'`` ranges by relative path (results/candidate_coverage.py decides).
@@ -754,7 +755,8 @@ def _signal_name(number: int) -> str:
 
 def _say_why_not_run(records: list[TestRecord]) -> list[TestRecord]:
     """After wire.MAX_TIMEOUTS timeouts and no test passed, the run stops
-    (child/reporter.py): the tests it left say so, so a hang reads as one, not as a crash."""
+    (child/test_process/reporter.py): the tests it left say so, so a hang reads as one, not as a
+    crash."""
     timeouts = sum(r.outcome == "timeout" for r in records)
     if timeouts < wire.MAX_TIMEOUTS or any(r.outcome == "passed" for r in records):
         return records

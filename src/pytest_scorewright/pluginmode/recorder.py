@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from pytest_scorewright._text import bound_message
-from pytest_scorewright.child.bench import BENCH_STATS
+from pytest_scorewright.child.test_process.bench import BENCH_STATS
 from pytest_scorewright.errors import OutputPathError
 from pytest_scorewright.pluginmode.plugin_options import PluginSettings
 from pytest_scorewright.protocol.phases import HELDOUT_ATTR, reduce_report

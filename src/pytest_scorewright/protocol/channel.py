@@ -32,7 +32,8 @@ _HEADER = struct.Struct(">I")
 MAX_FRAME = 256 * 1024
 #: Largest total the parent accepts from one child run.
 MAX_TOTAL = 16 * 1024 * 1024
-#: Deepest nesting of arrays and objects in a frame. An anchored value (child/anchors.py)
+#: Deepest nesting of arrays and objects in a frame. An anchored value
+#: (child/test_process/anchors.py)
 #: nests at most 51 levels, each at most three JSON levels deep (a dict is
 #: ``{"dict": [[key, value], ...]}``), inside a message: 160 leaves room for all of it and
 #: stays far below the parser's recursion limit.

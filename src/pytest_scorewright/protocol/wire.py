@@ -102,7 +102,8 @@ class SandboxSpec:
     fixed_root: str = ""
     #: The suite's initial conftest.py must be loaded before configuring (suite/warm_config.py).
     early_conftests: bool = False
-    #: Out-of-process isolation (child/proxy.py): how the candidate's own process is confined,
+    #: Out-of-process isolation (child/test_process/proxy.py): how the candidate's own process is
+    #: confined,
     #: the module names the tests reach it by, what its sys.path gains, and the paths hidden
     #: from it (the tests, the test process's home) where a mount namespace allows.
     candidate: WorkerPlan | None = None
@@ -127,21 +128,21 @@ class SandboxSpec:
     #: With namespaces: the work dir as the run sees it, read-only but for ``work_writable``.
     work_root: str = ""
     work_writable: tuple[str, ...] = ()
-    #: Top-level modules found in ``extra_path`` before anywhere else (child/imports.py).
+    #: Top-level modules found in ``extra_path`` before anywhere else (child/shared/imports.py).
     candidate_modules: tuple[str, ...] = ()
     #: With the candidate apart and ``Limits.one_cpu``: the run may be placed on one CPU,
     #: and ``cpu`` is the one the warm parent chose (warm/server.py), None for no placement.
     one_cpu: bool = False
     cpu: int | None = None
-    #: Measure which lines of the candidate's own files run (child/coverage_probe.py), in
+    #: Measure which lines of the candidate's own files run (child/shared/coverage_probe.py), in
     #: the process that runs its code.
     coverage: bool = False
-    #: The key of fresh-argument rounds' seeds (child/timed_results.py), hex: one per
+    #: The key of fresh-argument rounds' seeds (child/test_process/timed_results.py), hex: one per
     #: Evaluator, so that the reference's rounds and each candidate's get the same arguments,
     #: which no candidate can work out in advance.
     round_key: str = ""
     #: Each test's own (wall, CPU) limits by node id, and every other test's (None: only
-    #: the command line's wall limit, no CPU limit); child/test_clock.py.
+    #: the command line's wall limit, no CPU limit); child/test_process/test_clock.py.
     test_limits: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
     test_limit: tuple[float, float | None] | None = None
 
@@ -255,13 +256,14 @@ class PhaseReport:
     wasxfail: bool = False
     subtest: bool = False
     heldout: bool = False
-    #: On a teardown report: the CPU seconds of the whole test (child/test_clock.py).
+    #: On a teardown report: the CPU seconds of the whole test (child/test_process/test_clock.py).
     cpu: float | None = None
 
     @property
     def timed_out(self) -> bool:
         # pytest-timeout fails a test with "Timeout (>Ns) from pytest-timeout." (2.x); the
-        # per-test CPU limit with "Timeout (>Ns of CPU) from scorewright" (child/test_clock.py).
+        # per-test CPU limit with "Timeout (>Ns of CPU) from scorewright"
+        # (child/test_process/test_clock.py).
         return self.outcome == "failed" and (
             "from pytest-timeout" in self.message
             or CPU_TIMEOUT_MARK in self.message
@@ -342,19 +344,20 @@ COVERAGE = "coverage"
 #: While a run has more timeouts than passes, each later quick test gets the short limits
 #: (limits.py SHORT_WALL_S, SHORT_CPU_S): a candidate that hangs more than it works is still
 #: scored on every test, each quickly. After this many timeouts, a slower test (limits of
-#: its own) gets twice its reference time (child/test_clock.py).
+#: its own) gets twice its reference time (child/test_process/test_clock.py).
 HANG_EVIDENCE = 2
 #: A run stops after this many of its tests time out with none passed (the child's reporter
 #: asks pytest to stop, as -x does): a candidate hung on every input it was given. The tests
 #: left are ``not_run``, with the reason (integrity/verdict.py).
 MAX_TIMEOUTS = 20
-#: What the message of a test cut by its CPU limit says (child/test_clock.py).
+#: What the message of a test cut by its CPU limit says (child/test_process/test_clock.py).
 CPU_TIMEOUT_MARK = "of CPU) from scorewright's per-test limit"
 #: ... and of one cut again by its wall limit, having gone on after its timeout (a subtest
 #: or an ``except BaseException`` caught pytest-timeout's, which fires once).
 WALL_TIMEOUT_MARK = "of wall time) from scorewright's per-test limit"
 
-#: A fresh-argument benchmark's round prints (child/timed_results.py) in one message, at most.
+#: A fresh-argument benchmark's round prints (child/test_process/timed_results.py) in one message,
+#: at most.
 MAX_ROUND_PRINTS = 256
 
 #: The warm parent's requests (warm/parent.py asks, warm/server.py answers): run a spec,
@@ -424,7 +427,7 @@ VOCABULARY: Mapping[str, MessageKind] = {
             BENCHMARK,
             "benchmark fixture",
             "the running test's benchmark figures, per call, on the test process's clock "
-            "bound before the candidate was imported (child/bench.py)",
+            "bound before the candidate was imported (child/test_process/bench.py)",
             {
                 "rounds": _INT,
                 "iterations": _INT,
@@ -465,7 +468,7 @@ VOCABULARY: Mapping[str, MessageKind] = {
             RECHECK,
             "trusted test bytecode",
             "a passing assertion's operands, plainly encoded, for the parent to re-check; "
-            "``canary``: whether its impossible variant held too (child/canaries.py)",
+            "``canary``: whether its impossible variant held too (child/test_process/canaries.py)",
             {"site": _STR, "op": _STR, "sides": _LIST},
             optional={"canary": _BOOL},
         ),

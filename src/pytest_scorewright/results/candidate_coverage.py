@@ -1,6 +1,6 @@
 """Line coverage of a candidate's own files in evaluator mode, decided by the parent.
 
-The lines that ran are the candidate's process's claim (child/coverage_probe.py); which
+The lines that ran are the candidate's process's claim (child/shared/coverage_probe.py); which
 lines are statements is coverage.py's analysis of the candidate's files, made here, where
 no candidate code runs. Only claimed lines that are statements count, so a forged claim
 reaches 100% at most, and a file the tests never imported counts with none of its lines.

@@ -8,7 +8,7 @@ Process layout::
                 └─ W  worker: rlimits, Landlock, unprivileged uid; runs pytest
 
 When namespaces are unavailable, S instead becomes a child subreaper and W is its child; S
-kills whatever W left behind. The code of S, I and W is in child/processes.py; the parent's
+kills whatever W left behind. The code of S, I and W is in child/setup/processes.py; the parent's
 clock, deadline and kill are in deadline.py.
 
 A parent that exists only for this one run (the warm parent's job process, warm/server.py)
@@ -31,7 +31,11 @@ import signal
 import time
 from typing import TYPE_CHECKING
 
-from pytest_scorewright.child.processes import direct_init, namespaces_record, supervisor_child
+from pytest_scorewright.child.setup.processes import (
+    direct_init,
+    namespaces_record,
+    supervisor_child,
+)
 from pytest_scorewright.kernel import linux
 from pytest_scorewright.kernel.namespaces import give_back, hand_over, try_unshare
 from pytest_scorewright.protocol.wire import NPROC_USER, ChildOutcome, SandboxSpec
@@ -40,7 +44,7 @@ from pytest_scorewright.sandbox.deadline import RunWatch
 from pytest_scorewright.sandbox.sweep import tasks_of
 
 if TYPE_CHECKING:
-    from pytest_scorewright.child.resume import Prepared
+    from pytest_scorewright.child.test_process.resume import Prepared
 
 
 def run_sandboxed(

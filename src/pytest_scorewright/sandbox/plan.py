@@ -93,7 +93,7 @@ class RunSettings:
     #: The suite's own pytest ini options (``asyncio_mode``, ``filterwarnings``...): written
     #: into our ini file, since no ini file of the suite or candidate is read.
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
-    #: Measure which lines of the candidate's files run (child/coverage_probe.py).
+    #: Measure which lines of the candidate's files run (child/shared/coverage_probe.py).
     coverage: bool = False
     #: The key of fresh-argument rounds' seeds (protocol/wire.py ``SandboxSpec``).
     round_key: str = ""
@@ -193,7 +193,8 @@ class RunPlanner:
     ) -> SandboxSpec:
         """The whole plan of one run in ``workspace``, within ``timeout_s``, taking at most
         ``max_messages`` messages from it; ``isolated``: the candidate runs in a process of its
-        own, reached through proxies (child/proxy.py). ``suite`` names the suite, whose tests'
+        own, reached through proxies (child/test_process/proxy.py). ``suite`` names the suite,
+        whose tests'
         own limits the run takes (``Limits.per_test``)."""
         s = self.settings
         ws = workspace
@@ -582,7 +583,7 @@ def _open_up(ws: Workspace, uid: int) -> None:
     our ini file readable, the private homes private to whoever owns them.
 
     As root, readable by that uid alone: the tests (held-out ones included) and the work dir
-    are given the group of the run's uid (its only group: child/confine.py) and nothing for
+    are given the group of the run's uid (its only group: child/setup/confine.py) and nothing for
     others, so no other user of the machine reads a held-out test while a run goes on. An
     ordinary user's run uid is a subordinate id in a namespace of its own, which this
     process cannot give a file's group to: there the tests are readable by others for the

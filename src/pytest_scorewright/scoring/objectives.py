@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pytest_scorewright.child.anchors import NAME
+from pytest_scorewright.child.test_process.anchors import NAME
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.result import ObjectiveResult, Signal, TestRecord
 

@@ -5,7 +5,8 @@ Two passes around pytest's own assertion rewriting (suite/rewritten.py):
 - before: remember every ``assert`` and what it compares (``==``, ``!=``, ``in``, ``not in``,
   ``<``/``<=``/``>``/``>=``, ``is None``, ``is not None``, ``not x``, a bare truth test);
   turn unittest's ``self.assertEqual(a, b)`` family into a call through
-  child/recheck.py's ``call`` (which calls the method, then re-checks); add a first statement
+  child/test_process/recheck.py's ``call`` (which calls the method, then re-checks); add a first
+  statement
   that announces the module runs this bytecode and a last one that registers what it
   defines with the monitor (oracle identity).
 - after: pytest has turned each assert into statements that keep every operand in a
@@ -22,7 +23,7 @@ from __future__ import annotations
 import ast
 import copy
 
-from pytest_scorewright.child.recheck import UNITTEST as RECHECKED_METHODS
+from pytest_scorewright.child.test_process.recheck import UNITTEST as RECHECKED_METHODS
 
 _RECHECK = "@sw_recheck"
 _BUILTINS = "@sw_builtins"
@@ -36,7 +37,7 @@ _COMPARES: dict[type[ast.cmpop], str] = {
     ast.Gt: ">",
     ast.GtE: ">=",
 }
-#: unittest's assertion methods re-checked (child/recheck.py knows what each compares).
+#: unittest's assertion methods re-checked (child/test_process/recheck.py knows what each compares).
 UNITTEST = frozenset(RECHECKED_METHODS)
 
 #: (line, column) of an assert -> what it compares.
@@ -52,7 +53,7 @@ def instrument_before(tree: ast.Module, path: str) -> Asserts:
             asserts[(node.lineno, node.col_offset)] = _what(node.test)
     _UnittestCalls(path).visit(tree)
     prologue = [
-        ast.Import([ast.alias("pytest_scorewright.child.recheck", _RECHECK)]),
+        ast.Import([ast.alias("pytest_scorewright.child.test_process.recheck", _RECHECK)]),
         ast.Import([ast.alias("builtins", _BUILTINS)]),
         ast.Expr(_call("module_start", ast.Constant(path))),
     ]

@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_scorewright.child.resume import Prepared, process_state, set_process_state
+from pytest_scorewright.child.test_process.resume import Prepared, process_state, set_process_state
 
 #: Plugins whose ``pytest_configure`` changes no process-wide state beyond what
 #: :func:`_process_state` covers and starts no thread: with only these (and pytest's own),

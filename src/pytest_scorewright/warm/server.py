@@ -55,10 +55,10 @@ PRELOAD = (
     "pluggy",
     "pytest_timeout",
     "pytest_scorewright.plugin",
-    "pytest_scorewright.child.runner",
-    "pytest_scorewright.child.processes",
+    "pytest_scorewright.child.test_process.runner",
+    "pytest_scorewright.child.setup.processes",
     # Isolation by process: the test process's proxies and the candidate's process.
-    "pytest_scorewright.child.proxy",
+    "pytest_scorewright.child.test_process.proxy",
     "pytest_scorewright.child.apart.candidate",
 )
 

@@ -1,6 +1,6 @@
 """The candidate's own process: it imports the candidate and answers the test process's calls.
 
-Started (confined, with the tests hidden from it) by the run's spawner (child/processes.py)
+Started (confined, with the tests hidden from it) by the run's spawner (child/setup/processes.py)
 when the test process first imports the candidate, and again if it dies. Everything here is the
 candidate's domain: it may change any of it, and gains nothing by doing so, because all it can
 send back is plain data (protocol/values.py) and references the test process only lets it act
@@ -34,9 +34,9 @@ import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from pytest_scorewright.child import coverage_probe
-from pytest_scorewright.child.imports import prefer_candidate
-from pytest_scorewright.child.monitor import Monitor, arm
+from pytest_scorewright.child.shared import coverage_probe
+from pytest_scorewright.child.shared.imports import prefer_candidate
+from pytest_scorewright.child.shared.monitor import Monitor, arm
 from pytest_scorewright.protocol import values, wire
 from pytest_scorewright.protocol.rpc import Endpoint, RemoteError
 from pytest_scorewright.protocol.wire import MonitorPaths
@@ -416,7 +416,7 @@ class TheirObject:
 
 def null_call(*args: Any, **kwargs: Any) -> None:
     """What the benchmark fixture calls between its rounds, with a round's arguments: the
-    cost of a call here, less any work (child/proxy.py ``NULL_CALL``)."""
+    cost of a call here, less any work (child/test_process/proxy.py ``NULL_CALL``)."""
     del args, kwargs
 
 
@@ -489,7 +489,7 @@ def _identity(obj: Any, depth: int = 0) -> Any:
     library's: an Enum member (its class and value), an instance of a dataclass whose
     ``__eq__`` dataclasses generated (its class and fields, each plain data or such an
     identity). The test process compares two of these by it, never by the class's
-    ``__eq__`` (child/proxy.py). None for anything else."""
+    ``__eq__`` (child/test_process/proxy.py). None for anything else."""
     kind = type(obj)
     mro: tuple[type, ...] = type.__dict__["__mro__"].__get__(kind)
     enum = sys.modules.get("enum")
@@ -611,6 +611,6 @@ def _test_process_identities() -> tuple[tuple[str, str, str], ...]:
     here by name only to be watched: they do nothing in this process, so a candidate that
     patches them here shows what it aims at, and its monitor reports it as the test
     process's would. Nothing of them is used here (the layout test keeps it that way)."""
-    names = importlib.import_module("pytest_scorewright.child.identities")
+    names = importlib.import_module("pytest_scorewright.child.test_process.identities")
     found: tuple[tuple[str, str, str], ...] = names.test_process_identities()
     return found

@@ -18,7 +18,7 @@ How it measures:
 - the clock is ``time.perf_counter`` as bound when this module was imported: our plugin
   imports it when pytest loads plugins, before any test module (and so any candidate code)
   is imported. Replacing ``time.perf_counter`` later changes nothing here, and is tamper
-  evidence (child/monitor.py); replacing this module's binding is too (it is watched);
+  evidence (child/shared/monitor.py); replacing this module's binding is too (it is watched);
 - ``benchmark(fn, ...)`` calibrates: iterations per round until a round takes at least
   ``min_time``, then rounds until ``max_time`` is spent (and at least ``min_rounds``), with a
   hard stop at :data:`HARD_STOP` times ``max_time`` after the first round. A
@@ -26,7 +26,7 @@ How it measures:
   with pytest-benchmark (its other keys are accepted and ignored: above all ``timer``, the
   clock is never the test's to choose);
 - with isolation by process every call of a candidate function is a round trip to the
-  candidate's process (child/proxy.py). The test process counts the round trips of each
+  candidate's process (child/test_process/proxy.py). The test process counts the round trips of each
   round and subtracts, for each, what a null call costs at least: a call of a function of
   ours there that does nothing, with the round's own arguments, on the path every call
   takes (both ends' encoding, the channel, the server's dispatch). It takes the fastest of
@@ -57,7 +57,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.child.timed_results import (
+from pytest_scorewright.child.test_process.timed_results import (
     PRINTED_ROUNDS,
     TimedResults,
     round_print,
@@ -265,7 +265,7 @@ def _on_one_cpu() -> bool:
 def report_finding(code: str, detail: str) -> None:
     """Integrity evidence from the fixture, filed by the test process's monitor (and counted
     by it, as each of its own findings is); nowhere to file it in plugin mode."""
-    from pytest_scorewright.child import monitor
+    from pytest_scorewright.child.shared import monitor
 
     armed = monitor.armed()
     if armed is not None:
@@ -274,7 +274,7 @@ def report_finding(code: str, detail: str) -> None:
 
 def round_trips() -> RoundTrips | None:
     """The round trips to the candidate's process, or None when it is in this process."""
-    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    proxy = sys.modules.get("pytest_scorewright.child.test_process.proxy")
     session = proxy.current() if proxy is not None else None
     return RoundTrips(session) if session is not None else None
 
@@ -527,7 +527,7 @@ def _candidates_function(target: Callable[..., Any]) -> bool:
     """Whether ``target`` is one of the candidate's functions, called in its process (not a
     function of the test's, whose calls the test may count, nor a method of a candidate's
     object, whose calls may change it)."""
-    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    proxy = sys.modules.get("pytest_scorewright.child.test_process.proxy")
     return proxy is not None and type(target) is proxy.RemoteFunction
 
 
@@ -557,7 +557,8 @@ def _warm_up(
 
 
 def _seeded_setup(setup: Callable[[], Any], test: str, index: int) -> Any:
-    """``setup()`` with ``random`` seeded for this round (child/timed_results.py): the same
+    """``setup()`` with ``random`` seeded for this round (child/test_process/timed_results.py): the
+    same
     arguments in the reference's run and every candidate's. The state is put back after."""
     state = random.getstate()
     random.seed(seeded(test, index))
@@ -625,7 +626,7 @@ def _materialised(result: Any) -> Any:
 
 
 def _is_remote_iterator(kind: type) -> bool:
-    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    proxy = sys.modules.get("pytest_scorewright.child.test_process.proxy")
     remote = getattr(proxy, "RemoteIterator", None) if proxy is not None else None
     return remote is not None and issubclass(kind, remote)
 
@@ -684,7 +685,7 @@ def benchmark(request: pytest.FixtureRequest) -> BenchmarkFixture:
     """Time a function as pytest-benchmark does (``benchmark(fn, *args, **kwargs)``,
     ``benchmark.pedantic(...)``), on a clock the candidate cannot replace; the figures go to
     the result (``tests[].benchmark``, signals ``bench_median_s`` and ``speedup``)."""
-    from pytest_scorewright.child.anchors import ANCHOR_SINK
+    from pytest_scorewright.child.test_process.anchors import ANCHOR_SINK
 
     sink = request.config.stash.get(ANCHOR_SINK, None)
     return BenchmarkFixture(request, sink, marker_settings(request.node))

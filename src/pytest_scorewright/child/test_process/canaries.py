@@ -1,6 +1,6 @@
 """Impossible canaries, the child's half: after a trusted test's assertion passed, the same
 comparison is made again with an outcome no correct program can give, on the very operands
-the test held. Runs in the test process, called by child/recheck.py ``check``.
+the test held. Runs in the test process, called by child/test_process/recheck.py ``check``.
 
 - ``a == b``: an operand that is not plain data is compared with a fresh object that equals
   nothing (an enum member or an agreeable object with no plain side to change); each operand
@@ -19,7 +19,8 @@ yes). The answer travels in the re-check message; the parent counts it only wher
 reference's run at the same test and site failed the same canary (integrity/relative.py), so
 a suite whose own values are agreeable on purpose is never held against anyone.
 
-Plain operands (exact builtins, as child/recheck.py encodes them) are rebuilt from their
+Plain operands (exact builtins, as child/test_process/recheck.py encodes them) are rebuilt from
+their
 encoding, so the variants are fresh builtin values: no candidate object is ever copied.
 When both operands of ``==`` are plain the canary fails by construction and nothing is
 evaluated.
@@ -72,7 +73,7 @@ def new_test() -> None:
 def canary(op: str, operands: tuple[Any, ...], sides: list[dict[str, Any]]) -> bool | None:
     """Whether the impossible variant of the passing assertion ``op`` also held: True means
     candidate code decided it; None when no variant could be made (no plain operand, an
-    operand too large, no budget left). ``sides``: child/recheck.py's encodings."""
+    operand too large, no budget left). ``sides``: child/test_process/recheck.py's encodings."""
     if op not in OPS or len(operands) != 2 or len(sides) != 2:
         return None
     if any("skip" in side for side in sides):
@@ -138,9 +139,10 @@ def _member_canary(
 
 
 def _is_stand_in(value: Any) -> bool:
-    """A stand-in for the candidate's object (child/proxy.py) compares with plain values
+    """A stand-in for the candidate's object (child/test_process/proxy.py) compares with plain
+    values
     itself (never the candidate's to decide), so a fresh object tells nothing about it."""
-    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    proxy = sys.modules.get("pytest_scorewright.child.test_process.proxy")
     stand_in = getattr(proxy, "StandIn", None) if proxy is not None else None
     return stand_in is not None and isinstance(value, stand_in)
 

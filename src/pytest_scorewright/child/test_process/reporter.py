@@ -18,10 +18,10 @@ from types import TracebackType
 import pytest
 
 from pytest_scorewright._text import bound_message
-from pytest_scorewright.child import recheck
-from pytest_scorewright.child.anchors import ANCHOR_SINK
-from pytest_scorewright.child.monitor import CANARY_EVENT, Monitor, skipped_by_candidate
-from pytest_scorewright.child.test_clock import TestClock
+from pytest_scorewright.child.shared.monitor import CANARY_EVENT, Monitor, skipped_by_candidate
+from pytest_scorewright.child.test_process import recheck
+from pytest_scorewright.child.test_process.anchors import ANCHOR_SINK
+from pytest_scorewright.child.test_process.test_clock import TestClock
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.phases import reduce_report
@@ -47,7 +47,7 @@ class ChildReporter:
     ) -> None:
         self.fd = fd
         self.monitor = monitor
-        #: Each test's own limits, and its CPU time (child/test_clock.py).
+        #: Each test's own limits, and its CPU time (child/test_process/test_clock.py).
         self.clock = clock
         #: With coverage: the candidate's files that ran, and each one's lines.
         self.coverage = coverage
@@ -122,9 +122,10 @@ class ChildReporter:
     @staticmethod
     def _where_stuck(excinfo: pytest.ExceptionInfo[BaseException], candidate: str) -> str | None:
         """Where the candidate was when the test timed out: its innermost frame in the
-        traceback (in process), or what its own process's stack said (apart, child/proxy.py)."""
+        traceback (in process), or what its own process's stack said (apart,
+        child/test_process/proxy.py)."""
         # Apart only: the test process imports the proxy module only then (never here).
-        apart = sys.modules.get("pytest_scorewright.child.proxy")
+        apart = sys.modules.get("pytest_scorewright.child.test_process.proxy")
         session = getattr(apart, "_current", None)
         if session is not None:
             found, session.stuck_at = session.stuck_at, None

@@ -26,7 +26,7 @@ import socket
 from collections.abc import Callable
 from typing import NoReturn
 
-from pytest_scorewright.child.confine import confine_worker
+from pytest_scorewright.child.setup.confine import confine_worker
 from pytest_scorewright.kernel import linux
 from pytest_scorewright.protocol.wire import SandboxSpec
 

@@ -1,6 +1,6 @@
 """Running pytest in the sandboxed child, next to the candidate.
 
-Called in the worker W once it is confined (child/processes.py). Nothing here decides
+Called in the worker W once it is confined (child/setup/processes.py). Nothing here decides
 anything: the reporter (reporter.py) streams what pytest reports, and the child never returns
 into the caller's code.
 """
@@ -18,20 +18,21 @@ from typing import TYPE_CHECKING, NoReturn
 import pytest
 
 from pytest_scorewright._text import bound_message
-from pytest_scorewright.child import coverage_probe, timed_results
-from pytest_scorewright.child.identities import test_process_identities
-from pytest_scorewright.child.imports import prefer_candidate
-from pytest_scorewright.child.monitor import Monitor, arm
-from pytest_scorewright.child.reporter import EXIT_OK, ChildReporter, flush_std_streams
-from pytest_scorewright.child.resume import adopt, load_initial_conftests, resume
-from pytest_scorewright.child.test_clock import Limit, TestClock
+from pytest_scorewright.child.shared import coverage_probe
+from pytest_scorewright.child.shared.imports import prefer_candidate
+from pytest_scorewright.child.shared.monitor import Monitor, arm
+from pytest_scorewright.child.test_process import timed_results
+from pytest_scorewright.child.test_process.identities import test_process_identities
+from pytest_scorewright.child.test_process.reporter import EXIT_OK, ChildReporter, flush_std_streams
+from pytest_scorewright.child.test_process.resume import adopt, load_initial_conftests, resume
+from pytest_scorewright.child.test_process.test_clock import Limit, TestClock
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.wire import MonitorPaths
 
 if TYPE_CHECKING:
-    from pytest_scorewright.child.proxy import Session
-    from pytest_scorewright.child.resume import Prepared
+    from pytest_scorewright.child.test_process.proxy import Session
+    from pytest_scorewright.child.test_process.resume import Prepared
 
 #: Exit code of the child when pytest could not run at all.
 EXIT_CHILD_ERROR = 70
@@ -126,8 +127,8 @@ def _proxies(
     candidate_modules: Sequence[str],
 ) -> Session:
     """Isolation by process: the candidate's modules are proxies to its own process
-    (child/proxy.py), which the spawner starts when the tests first import one."""
-    from pytest_scorewright.child.proxy import install
+    (child/test_process/proxy.py), which the spawner starts when the tests first import one."""
+    from pytest_scorewright.child.test_process.proxy import install
 
     spawner, names, locations = proxy
     session = install(

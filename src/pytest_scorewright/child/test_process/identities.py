@@ -4,8 +4,8 @@ next to candidate code in the test process. The candidate's process never loads 
 
 from __future__ import annotations
 
-from pytest_scorewright.child import anchors, bench, recheck
-from pytest_scorewright.child.reporter import ChildReporter
+from pytest_scorewright.child.test_process import anchors, bench, recheck
+from pytest_scorewright.child.test_process.reporter import ChildReporter
 
 
 def test_process_identities() -> tuple[tuple[str, str, str], ...]:

@@ -15,7 +15,8 @@ access, patching pytest) is itself on the list.
   ``marshal``. Code the candidate compiles under a made-up name (``<mine>``) is the
   candidate's.
 - Identity snapshots of pytest internals and the timers, of what the trusted test modules and
-  conftest.py define (their oracles: child/recheck.py registers each module as it finishes
+  conftest.py define (their oracles: child/test_process/recheck.py registers each module as it
+  finishes
   importing) and of the standard-library functions tests use as oracles; compared at the end
   of every test.
 - ``atexit`` registrations and threads started by candidate code.
@@ -117,7 +118,8 @@ def outcome_identities() -> tuple[tuple[str, str, str], ...]:
 
 def own_identities() -> tuple[tuple[str, str, str], ...]:
     """pytest's, the timers' and the monitor's own identities: what every process it is armed
-    in snapshots. The test process adds its reporter's and probes' (child/identities.py)."""
+    in snapshots. The test process adds its reporter's and probes'
+    (child/test_process/identities.py)."""
     ours = [
         (Monitor.__module__, "Monitor", method.__name__)
         for method in (
@@ -758,7 +760,8 @@ def arm(
     writable: tuple[str, ...],
     watched: tuple[tuple[str, str, str], ...] = (),
 ) -> Monitor:
-    """Arm the monitor; ``watched`` adds identities of the process's own (child/identities.py
+    """Arm the monitor; ``watched`` adds identities of the process's own
+    (child/test_process/identities.py
     in the test process)."""
     global _armed
     monitor = Monitor(fd, candidate_dir, tests_dir, writable, watched)

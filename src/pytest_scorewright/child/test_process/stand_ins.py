@@ -1,5 +1,5 @@
 """The candidate's objects as the test process holds them: stand-ins that can only ask its
-process to act (child/proxy.py's :class:`Session` carries each request).
+process to act (child/test_process/proxy.py's :class:`Session` carries each request).
 
 A stand-in forwards attribute access, calls and operators to the candidate's process; it
 compares equal only to another stand-in (never to a plain value), and an Enum member or a
@@ -21,7 +21,7 @@ from pytest_scorewright.protocol import values
 
 
 class Session(Protocol):
-    """What a stand-in asks of child/proxy.py's ``Session``: the one link to the
+    """What a stand-in asks of child/test_process/proxy.py's ``Session``: the one link to the
     candidate's process (a protocol, so that this module imports nothing above it)."""
 
     derefs: int
@@ -356,9 +356,9 @@ def send_call(
 
 def _note_values_given(target: StandIn, op: str, args: Sequence[Any]) -> None:
     if any(not isinstance(arg, StandIn) for arg in args):
-        # Told by place and operation (child/recheck.py), held against the reference's
+        # Told by place and operation (child/test_process/recheck.py), held against the reference's
         # objects at the same place: never allowed for a whole test.
-        recheck = sys.modules.get("pytest_scorewright.child.recheck")
+        recheck = sys.modules.get("pytest_scorewright.child.test_process.recheck")
         if recheck is not None:
             recheck.given(op.split(" ")[0], type(target).__name__)
 

@@ -48,7 +48,7 @@ REFIRE_S = 0.1
 #: Files of ours in which a signal is let pass (see the module docstring).
 REPORTING_FILES = (
     str(Path(__file__).with_name("reporter.py")),
-    str(Path(__file__).parent.parent / "protocol" / "channel.py"),
+    str(Path(__file__).parents[2] / "protocol" / "channel.py"),
 )
 _REPORTING = frozenset(REPORTING_FILES)
 #: How many of the innermost frames are looked at for them.

@@ -19,12 +19,12 @@ from collections.abc import Callable
 from types import FunctionType, ModuleType
 from typing import TYPE_CHECKING, Any
 
-from pytest_scorewright.child import canaries
+from pytest_scorewright.child.test_process import canaries
 from pytest_scorewright.protocol import values, wire
 from pytest_scorewright.protocol.channel import MAX_FRAME, encode_frame
 
 if TYPE_CHECKING:
-    from pytest_scorewright.child.monitor import Monitor
+    from pytest_scorewright.child.shared.monitor import Monitor
 
 #: Re-checked assertions sent per test, and bytes of them per run; beyond that, skipped.
 PER_TEST = 200
@@ -307,7 +307,7 @@ def _member_identity(value: Any, kind: type, monitor: Monitor | None, *, always:
 
 def _remote() -> type | None:
     """The proxy's stand-in base, once the proxy is imported (with the candidate apart)."""
-    proxy = sys.modules.get("pytest_scorewright.child.proxy")
+    proxy = sys.modules.get("pytest_scorewright.child.test_process.proxy")
     found = getattr(proxy, "RemoteObject", None) if proxy is not None else None
     return found if isinstance(found, type) else None
 

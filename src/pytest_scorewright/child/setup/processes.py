@@ -14,9 +14,9 @@ import signal
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
-from pytest_scorewright.child.confine import confine_worker, reset_process
-from pytest_scorewright.child.runner import run_pytest
-from pytest_scorewright.child.spawner import run_worker
+from pytest_scorewright.child.setup.confine import confine_worker, reset_process
+from pytest_scorewright.child.setup.spawner import run_worker
+from pytest_scorewright.child.test_process.runner import run_pytest
 from pytest_scorewright.kernel import linux
 from pytest_scorewright.kernel.namespaces import give_back, hand_over, setup_as_init, try_unshare
 from pytest_scorewright.kernel.reaper import end_descendants
@@ -25,7 +25,7 @@ from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.wire import SandboxSpec
 
 if TYPE_CHECKING:
-    from pytest_scorewright.child.resume import Prepared
+    from pytest_scorewright.child.test_process.resume import Prepared
 
 _EXIT_SANDBOX_ERROR = 72
 _EXIT_SUPERVISOR_ERROR = 71

@@ -46,7 +46,7 @@ import weakref
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pytest_scorewright.child.stand_ins import (
+from pytest_scorewright.child.test_process.stand_ins import (
     CandidateError,
     NotCrossable,
     Ref,
@@ -66,7 +66,7 @@ from pytest_scorewright.protocol.rpc import ChannelClosed, Endpoint, RemoteError
 #: for a new candidate process.
 MAX_RESTARTS = 30
 #: Null calls timed as each candidate process starts, before it imports any candidate code:
-#: the benchmark fixture (child/bench.py) never subtracts more than their fastest.
+#: the benchmark fixture (child/test_process/bench.py) never subtracts more than their fastest.
 CALIBRATION_TRIPS = 10
 #: Items of the calibration call that times what an item of arguments or results costs.
 CALIBRATION_ITEMS = 2000
@@ -121,7 +121,7 @@ class Session:
         #: Where the candidate was when a test last timed out in a call to it.
         self.stuck_at: str | None = None
         #: The pid of the candidate's process, read as it starts: the test clock's watcher
-        #: reads it without taking the lock a call holds (child/test_clock.py).
+        #: reads it without taking the lock a call holds (child/test_process/test_clock.py).
         self.pid: int | None = None
         #: :data:`NULL_CALL`'s stand-in, reached by its path in every incarnation.
         self.null_function = RemoteFunction(Ref(self, 0, -1, NULL_CALL), NULL_CALL[1], NULL_CALL[1])
@@ -162,7 +162,7 @@ class Session:
         self.trusted_trip = min(timed) if timed else None
         # What one item of a call's arguments or result adds to its crossing, timed here too,
         # before any candidate code: a call of 1,200 numbers each way spends about a
-        # millisecond crossing, which is not the candidate's work (child/bench.py).
+        # millisecond crossing, which is not the candidate's work (child/test_process/bench.py).
         payload = (list(range(CALIBRATION_ITEMS)),)
         loaded = [t for t in (self.null_call(payload) for _ in range(5)) if t is not None]
         if loaded and self.trusted_trip is not None:
@@ -233,7 +233,7 @@ class Session:
 
     def coverage(self) -> tuple[list[str], list[str]]:
         """At the session's end: the candidate's process's claim of the lines of its files
-        that ran (child/coverage_probe.py), as strings only; nothing if it never started, is
+        that ran (child/shared/coverage_probe.py), as strings only; nothing if it never started, is
         gone, or answers anything else."""
         if self.endpoint is None or self.endpoint.closed is not None:
             return [], []
@@ -750,7 +750,7 @@ def install(
     Names the test process can import itself (the standard library, pytest...) stay its own,
     as a candidate on the end of sys.path could not shadow them either; but ``own`` (the
     modules the tests import the candidate under) are always the candidate's, even where a
-    copy is installed here (child/imports.py says why). ``locations``: the candidate's
+    copy is installed here (child/shared/imports.py says why). ``locations``: the candidate's
     directories, where each proxy module's ``__file__`` is found."""
     global _current
     session = Session(socket_from_fd(spawner_fd), report)
