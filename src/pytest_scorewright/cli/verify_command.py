@@ -11,6 +11,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+from pytest_scorewright.cli.verify_dataset import add_dataset_options, cmd_dataset
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import write_atomic
@@ -34,13 +35,13 @@ def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         help="Verify a patched repository against fail-to-pass and pass-to-pass tests "
         "(SWE-bench, Harbor), the parent deciding; exit 0 whenever a verdict was written",
     )
-    p.add_argument("--repo", required=True, metavar="DIR", help="The task's git repository")
-    p.add_argument("--base", required=True, metavar="COMMIT", help="The task's base commit")
-    given = p.add_mutually_exclusive_group(required=True)
+    p.add_argument("--repo", metavar="DIR", help="The task's git repository")
+    p.add_argument("--base", metavar="COMMIT", help="The task's base commit")
+    given = p.add_mutually_exclusive_group()
     given.add_argument("--patch", metavar="FILE", help="The candidate as a diff of the base")
     given.add_argument("--tree", metavar="DIR", help="The candidate as a whole tree")
     ids = "a test id, a JSON list of them, or @FILE; repeatable"
-    p.add_argument("--fail-to-pass", action="append", required=True, metavar="IDS", help=ids)
+    p.add_argument("--fail-to-pass", action="append", metavar="IDS", help=ids)
     p.add_argument("--pass-to-pass", action="append", metavar="IDS", help=ids)
     p.add_argument("--test-patch", metavar="FILE", help="The task's own test change (a diff)")
     p.add_argument("--tests-dir", metavar="DIR", help="The tests directory (default: tests)")
@@ -81,11 +82,17 @@ def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         metavar="NAME",
         help="An extra or dependency group of the base to install too (implies --venv)",
     )
+    add_dataset_options(p)
     p.set_defaults(func=cmd_verify)
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     venv = bool(args.venv or args.venv_cache or args.extra)
+    if args.dataset and venv:
+        raise ConfigError(
+            "--venv builds one task's environment; with --dataset run the command under the "
+            "dataset's interpreter instead (--python PYTHON)"
+        )
     if venv and args.python:
         raise ConfigError("--python names an environment and --venv builds one; give one")
     if os.environ.get(_INSIDE) is None:  # not yet re-run in the task's environment
@@ -99,6 +106,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
         if not sep:
             raise ConfigError(f"--ini {item!r} is not KEY=VALUE")
         ini[key] = ini[key] + "\n" + value if key in ini else value
+    if args.dataset:
+        return cmd_dataset(args)
+    _require_one_task(args)
     task = RepoTask.of(
         args.repo,
         args.base,
@@ -123,6 +133,16 @@ def cmd_verify(args: argparse.Namespace) -> int:
     print(f"scorewright: {'resolved' if verdict.resolved else 'not resolved'}: ", end="")
     print(verdict.why or "every fail-to-pass and pass-to-pass test passed")
     return 0
+
+
+def _require_one_task(args: argparse.Namespace) -> None:
+    for option, value in (("--repo", args.repo), ("--base", args.base)):
+        if not value:
+            raise ConfigError(f"{option} is required (or give --dataset FILE for many tasks)")
+    if not args.fail_to_pass:
+        raise ConfigError("--fail-to-pass is required: the tests the candidate must fix")
+    if not args.patch and not args.tree:
+        raise ConfigError("give the candidate: --patch FILE or --tree DIR")
 
 
 def _write(verdict: Verdict, args: argparse.Namespace) -> None:

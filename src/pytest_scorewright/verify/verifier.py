@@ -26,6 +26,12 @@ from pytest_scorewright.verify.task import RUN_TESTS, RepoTask, run_id
 from pytest_scorewright.verify.task_verdict import Verdict
 
 
+class InvalidTask(ConfigError):
+    """The task's lists do not hold at its base: a test listed fail-to-pass passes there, one
+    listed pass-to-pass does not, or one is skipped or flaky there. A dataset's instance so
+    made is invalid: it would score a patch that changes nothing, or none at all."""
+
+
 class Verifier:
     """Verify candidates of one repository task in the sandbox, the parent deciding.
 
@@ -171,7 +177,7 @@ class Verifier:
             if self.run_ids[t] not in passing and self.run_ids[t] not in excluded
         ]
         if wrong:
-            raise ConfigError(
+            raise InvalidTask(
                 "the task's lists do not hold at the base (fail-to-pass tests must fail there, "
                 f"pass-to-pass tests pass): {', '.join(wrong)}; fix the lists, or give the "
                 "tests what they need on this machine"
