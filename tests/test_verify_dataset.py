@@ -163,3 +163,33 @@ def test_a_test_that_flips_across_gold_runs_is_quarantined_and_not_counted() -> 
     assert (
         summary([{"status": "resolved", "gold_resolved": [True, False]}])["false_fail_rate"] == 0.5
     )
+
+
+def test_each_instance_runs_in_its_base_venv_built_once_and_reused(
+    dataset: tuple[Path, dict[str, Built]], tmp_path: Path
+) -> None:
+    repos, built = dataset
+    chosen = [built["semver-replace-subclass"], built["pathspec-match-file-bool"]]
+    data = tmp_path / "dataset.jsonl"
+    data.write_text("".join(json.dumps(_instance(b)) + "\n" for b in chosen))
+    cache = tmp_path / "venvs"
+
+    def run(name: str) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+        out = tmp_path / f"{name}.jsonl"
+        done = _cli("--dataset", str(data), "--repos", str(repos), "--out", str(out),
+                    "--venv-cache", str(cache), "-j", "2")  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        said = done.stdout.split("scorewright: summary ", 1)[1]
+        return [json.loads(t) for t in out.read_text().splitlines()], json.loads(said)
+
+    first, first_summary = run("first")
+    second, second_summary = run("second")
+    assert [e["status"] for e in first] == [e["status"] for e in second] == ["resolved"] * 2
+    # Both bases declare no requirement of their own: one environment, built once.
+    assert len({e["environment"]["key"] for e in first + second}) == 1
+    assert [e["environment"]["reused"] for e in first] == [False, False]
+    assert [e["environment"]["reused"] for e in second] == [True, True]
+    assert first_summary["environment_hit_rate"] == 0.0
+    assert second_summary["environment_hit_rate"] == 1.0
+    assert second_summary["environment_build_s"] == 0.0
+    assert len([p for p in cache.iterdir() if p.is_dir()]) == 1

@@ -20,13 +20,11 @@ from pytest_scorewright.verify import RepoTask, Verdict, Verifier, read_ids
 from pytest_scorewright.verify.checkout import export_base
 from pytest_scorewright.verify.environment import (
     DEFAULT_CACHE,
+    INSIDE,
     Environment,
     base_requirements,
     ensure_venv,
 )
-
-#: Set in the environment of the command re-run under the task's interpreter.
-_INSIDE = "SCOREWRIGHT_VERIFY_PYTHON"
 
 
 def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -88,14 +86,11 @@ def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     venv = bool(args.venv or args.venv_cache or args.extra)
-    if args.dataset and venv:
-        raise ConfigError(
-            "--venv builds one task's environment; with --dataset run the command under the "
-            "dataset's interpreter instead (--python PYTHON)"
-        )
     if venv and args.python:
         raise ConfigError("--python names an environment and --venv builds one; give one")
-    if os.environ.get(_INSIDE) is None:  # not yet re-run in the task's environment
+    if os.environ.get(INSIDE) is None:  # not yet re-run in the task's environment
+        if args.dataset and venv:
+            return cmd_dataset(args, venvs=_venv_cache(args))
         if venv:
             _run_under(str(_environment(args).python), args.argv)
         elif args.python:
@@ -169,11 +164,14 @@ def _environment(args: argparse.Namespace) -> Environment:
             raise ConfigError(f"--repo {args.repo!r} is not a git repository; give its root")
         export_base(repo.resolve(), args.base, base)
         requirements = base_requirements(base, args.extra)
-    cache = Path(args.venv_cache).expanduser() if args.venv_cache else DEFAULT_CACHE
-    env = ensure_venv(requirements, cache)
+    env = ensure_venv(requirements, _venv_cache(args))
     what = "reused" if env.reused else "built"
     print(f"scorewright: {what} the task's venv {env.python.parent.parent}", file=sys.stderr)
     return env
+
+
+def _venv_cache(args: argparse.Namespace) -> Path:
+    return Path(args.venv_cache).expanduser() if args.venv_cache else DEFAULT_CACHE
 
 
 def _run_under(python: str, argv: list[str]) -> None:
@@ -193,6 +191,6 @@ def _run_under(python: str, argv: list[str]) -> None:
     # A venv's python is often a link to this very interpreter: the marker, not the path,
     # tells the command it already runs in the task's environment. -I: the working directory
     # (an agent's repository, say) is not put on sys.path, so nothing there shadows ours.
-    env = {**os.environ, _INSIDE: python}
+    env = {**os.environ, INSIDE: python}
     command = [python, "-I", "-m", "pytest_scorewright.cli", *argv]
     os.execve(python, command, env)  # noqa: S606 (the task's interpreter, our own command)

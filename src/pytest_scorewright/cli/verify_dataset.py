@@ -7,16 +7,17 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.verify.dataset import (
-    Line,
     done_ids,
     read_dataset,
     read_predictions,
     run_dataset,
     summary,
 )
+from pytest_scorewright.verify.dataset_envs import environment_summary, run_in_environments
 
 
 def add_dataset_options(p: argparse.ArgumentParser) -> None:
@@ -52,38 +53,67 @@ def add_dataset_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def cmd_dataset(args: argparse.Namespace) -> int:
+def cmd_dataset(args: argparse.Namespace, venvs: Path | None = None) -> int:
+    """Verify a dataset here, or (``venvs``: the venv cache) each instance in the venv of its
+    base commit's requirements."""
     if not args.out:
         raise ConfigError("--dataset needs --out FILE: where the verdicts go, a line each")
     if args.validate < 0:
         raise ConfigError(f"--validate {args.validate} must be 0 or more")
+    if args.jobs < 1:
+        raise ConfigError(f"--jobs {args.jobs} must be at least 1")
     instances = read_dataset(Path(args.dataset))
     predictions = read_predictions(args.predictions or "gold", instances)
     out = Path(args.out)
     skip = done_ids(out) if args.resume else set()
-    todo = sum(i.instance_id not in skip for i in instances)
-    print(f"scorewright: {len(instances)} instance(s), {todo} to verify", file=sys.stderr)
-    counter = iter(range(1, todo + 1))
-
-    def said(line: Line) -> None:
-        why = f": {line.why[:160]}" if line.why else ""
-        print(
-            f"scorewright: [{next(counter)}/{todo}] {line.instance_id[:80]}: {line.status}{why} "
-            f"({line.seconds:.1f} s)",
-            file=sys.stderr,
+    if not args.resume and out.exists():
+        out.unlink()
+    todo = [i for i in instances if i.instance_id not in skip]
+    print(f"scorewright: {len(instances)} instance(s), {len(todo)} to verify", file=sys.stderr)
+    repos = Path(args.repos) if args.repos else None
+    if venvs is not None:
+        run_in_environments(
+            todo,
+            predictions,
+            out,
+            repos=repos,
+            extras=args.extra,
+            cache=venvs,
+            child_args=[
+                "-j",
+                str(args.jobs),
+                "--validate",
+                str(args.validate),
+                "--timeout",
+                str(args.timeout),
+            ],
+            on_line=lambda entry: _say(entry, "-"),
         )
-
-    run_dataset(
-        instances,
-        predictions,
-        out,
-        repos=Path(args.repos) if args.repos else None,
-        jobs=args.jobs,
-        validate=args.validate,
-        timeout_s=args.timeout,
-        resume=args.resume,
-        on_line=said,
-    )
+    else:
+        counter = iter(range(1, len(todo) + 1))
+        run_dataset(
+            todo,
+            predictions,
+            out,
+            repos=repos,
+            jobs=args.jobs,
+            validate=args.validate,
+            timeout_s=args.timeout,
+            resume=True,  # what is left to do was chosen above
+            on_line=lambda line: _say(line.to_dict(), f"{next(counter)}/{len(todo)}"),
+        )
     entries = [json.loads(text) for text in out.read_text(encoding="utf-8").splitlines() if text]
-    print("scorewright: summary " + json.dumps(summary(entries)))
+    found = summary(entries)
+    if venvs is not None:
+        found |= environment_summary(entries)
+    print("scorewright: summary " + json.dumps(found))
     return 0
+
+
+def _say(entry: dict[str, Any], where: str) -> None:
+    why = f": {str(entry.get('why'))[:160]}" if entry.get("why") else ""
+    print(
+        f"scorewright: [{where}] {str(entry.get('instance_id'))[:80]}: {entry.get('status')}{why} "
+        f"({float(entry.get('seconds') or 0):.1f} s)",
+        file=sys.stderr,
+    )

@@ -85,6 +85,24 @@ class Instance:
             repo_path=line.get("repo_path") if isinstance(line.get("repo_path"), str) else None,
         )
 
+    def to_line(self) -> dict[str, Any]:
+        """The instance as a dataset line again (for a subset handed to another process)."""
+        line: dict[str, Any] = {
+            "instance_id": self.instance_id,
+            "repo": self.repo,
+            "base_commit": self.base_commit,
+            "patch": self.gold,
+            "test_patch": self.test_patch,
+            "FAIL_TO_PASS": list(self.fail_to_pass),
+            "PASS_TO_PASS": list(self.pass_to_pass),
+            "modules": list(self.modules),
+        }
+        if self.tests_dir is not None:
+            line["tests_dir"] = self.tests_dir
+        if self.repo_path is not None:
+            line["repo_path"] = self.repo_path
+        return line
+
 
 def _ids(value: Any, what: str) -> tuple[str, ...]:
     if isinstance(value, str):

@@ -31,6 +31,8 @@ from urllib.parse import unquote, urlparse
 from pytest_scorewright._text import bound_message
 from pytest_scorewright.errors import ConfigError
 
+#: Set in the environment of a command re-run under a task's interpreter: it is there already.
+INSIDE = "SCOREWRIGHT_VERIFY_PYTHON"
 #: Where venvs are kept unless the caller names a place.
 DEFAULT_CACHE = (
     Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scorewright" / "venvs"
