@@ -1,0 +1,93 @@
+"""``scorewright verify --dataset`` on the real tasks of benchmarks/verify_tasks.py: every kind
+of candidate as a predictions file, each verified with gold and empty validation runs, in the
+venvs of the bases' requirements (built on the first pass, reused on the second).
+
+    python -m benchmarks.verify_dataset [--validate 2] [--jobs 2] [--kind gold --kind wrong]
+
+Prints, per kind, how many instances were resolved; per instance, its seconds; and each
+pass's environment figures (built or reused, build seconds, hit rate). Exit 1 when a kind
+other than ``gold`` resolves anything, or ``gold`` leaves an instance unresolved.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from benchmarks.verify_tasks import KINDS, TASKS, build, patches
+
+
+def _dataset(root: Path) -> dict[str, Path]:
+    repos = root / "repos"
+    repos.mkdir()
+    lines: list[dict[str, str]] = []
+    kinds: dict[str, dict[str, dict[str, str]]] = {}
+    for task in TASKS:
+        built = build(task, repos)
+        lines.append(
+            {
+                "instance_id": task.name,
+                "repo": f"example/{built.repo.name}",
+                "base_commit": built.base,
+                "patch": built.gold,
+                "test_patch": built.test_patch,
+                "FAIL_TO_PASS": json.dumps(list(task.fail_to_pass)),
+                "PASS_TO_PASS": json.dumps(list(task.pass_to_pass)),
+            }
+        )
+        for kind, patch in patches(built).items():
+            kinds.setdefault(kind, {})[task.name] = {"model_patch": patch}
+    (root / "dataset.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
+    files = {}
+    for kind, found in kinds.items():
+        files[kind] = root / f"{kind}.json"
+        files[kind].write_text(json.dumps(found))
+    return files
+
+
+def _run(root: Path, predictions: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+    command = [sys.executable, "-m", "pytest_scorewright.cli", "verify"]
+    command += ["--dataset", str(root / "dataset.jsonl"), "--repos", str(root / "repos")]
+    command += ["--predictions", str(predictions), "--out", str(out), "-j", str(args.jobs)]
+    command += ["--validate", str(args.validate), "--venv-cache", str(root / "venvs")]
+    done = subprocess.run(command, capture_output=True, text=True, check=True)
+    summary: dict[str, Any] = json.loads(done.stdout.split("scorewright: summary ", 1)[1])
+    return summary
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--validate", type=int, default=2)
+    parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--kind", action="append", choices=KINDS)
+    args = parser.parse_args()
+    wrong = 0
+    with tempfile.TemporaryDirectory(prefix="verify-dataset-") as tmp:
+        root = Path(tmp)
+        files = _dataset(root)
+        for number, kind in enumerate(args.kind or sorted(files)):
+            out = root / f"{kind}.jsonl"
+            summary = _run(root, files[kind], out, args)
+            lines = [json.loads(text) for text in out.read_text().splitlines()]
+            times = ", ".join(f"{e['seconds']:.1f}" for e in lines)
+            print(
+                f"{kind:>12}: {summary['resolved']}/{summary['instances']} resolved, "
+                f"{summary['invalid']} invalid, {summary['error']} error; seconds {times}; "
+                f"false-fail {summary['false_fail_rate']}, "
+                f"false-pass {summary['false_pass_rate']}; "
+                f"environments {summary['environments']} (hit rate "
+                f"{summary['environment_hit_rate']}, built in {summary['environment_build_s']} s)"
+                + ("  <- first pass" if number == 0 else "")
+            )
+            expected = summary["instances"] if kind == "gold" else 0
+            wrong += summary["resolved"] != expected
+    return 1 if wrong else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
