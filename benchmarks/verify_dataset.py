@@ -19,27 +19,17 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.verify_tasks import KINDS, TASKS, build, patches
+from benchmarks.verify_tasks import KINDS, TASKS, build, instance_line, patches
 
 
 def _dataset(root: Path) -> dict[str, Path]:
     repos = root / "repos"
     repos.mkdir()
-    lines: list[dict[str, str]] = []
+    lines: list[dict[str, object]] = []
     kinds: dict[str, dict[str, dict[str, str]]] = {}
     for task in TASKS:
         built = build(task, repos)
-        lines.append(
-            {
-                "instance_id": task.name,
-                "repo": f"example/{built.repo.name}",
-                "base_commit": built.base,
-                "patch": built.gold,
-                "test_patch": built.test_patch,
-                "FAIL_TO_PASS": json.dumps(list(task.fail_to_pass)),
-                "PASS_TO_PASS": json.dumps(list(task.pass_to_pass)),
-            }
-        )
+        lines.append(instance_line(built))
         for kind, patch in patches(built).items():
             kinds.setdefault(kind, {})[task.name] = {"model_patch": patch}
     (root / "dataset.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))

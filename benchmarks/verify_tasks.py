@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+import json
 import os
 import subprocess
 from dataclasses import dataclass
@@ -389,4 +390,19 @@ def patches(built: Built) -> dict[str, str]:
         "exit": diff(task.source, source, source + _EXIT),
         "git_objects": diff(task.source, source, source + _FROM_GIT),
         "callinfo": diff(task.source, source, source + _CALLINFO),
+    }
+
+
+def instance_line(built: Built, **changes: object) -> dict[str, object]:
+    """The task as a line of a SWE-bench-style dataset (``scorewright verify --dataset``)."""
+    task = built.task
+    return {
+        "instance_id": task.name,
+        "repo": f"example/{built.repo.name}",
+        "base_commit": built.base,
+        "patch": built.gold,
+        "test_patch": built.test_patch,
+        "FAIL_TO_PASS": json.dumps(list(task.fail_to_pass)),
+        "PASS_TO_PASS": json.dumps(list(task.pass_to_pass)),
+        **changes,
     }

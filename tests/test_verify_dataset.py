@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from benchmarks.verify_tasks import TASKS, Built, FetchError, build, patches
+from benchmarks.verify_tasks import TASKS, Built, FetchError, build, instance_line, patches
 from pytest_scorewright.result import Integrity, ScoreResult
 from pytest_scorewright.verify.dataset import _flipping, _resolved, summary
 from pytest_scorewright.verify.task_verdict import Verdict
@@ -23,17 +23,7 @@ CHOSEN = ("semver-replace-subclass", "boltons-research-enter", "pathspec-match-f
 
 
 def _instance(built: Built, **changes: Any) -> dict[str, Any]:
-    task = built.task
-    return {
-        "instance_id": task.name,
-        "repo": f"example/{built.repo.name}",
-        "base_commit": built.base,
-        "patch": built.gold,
-        "test_patch": built.test_patch,
-        "FAIL_TO_PASS": json.dumps(list(task.fail_to_pass)),
-        "PASS_TO_PASS": json.dumps(list(task.pass_to_pass)),
-        **changes,
-    }
+    return instance_line(built, **changes)
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
