@@ -9,9 +9,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from pytest_scorewright._text import bound_message
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.verify.dataset import (
-    done_ids,
+    pending,
     read_dataset,
     read_predictions,
     run_dataset,
@@ -65,10 +66,7 @@ def cmd_dataset(args: argparse.Namespace, venvs: Path | None = None) -> int:
     instances = read_dataset(Path(args.dataset))
     predictions = read_predictions(args.predictions or "gold", instances)
     out = Path(args.out)
-    skip = done_ids(out) if args.resume else set()
-    if not args.resume and out.exists():
-        out.unlink()
-    todo = [i for i in instances if i.instance_id not in skip]
+    todo = pending(instances, out, resume=args.resume)
     print(f"scorewright: {len(instances)} instance(s), {len(todo)} to verify", file=sys.stderr)
     repos = Path(args.repos) if args.repos else None
     if venvs is not None:
@@ -99,7 +97,6 @@ def cmd_dataset(args: argparse.Namespace, venvs: Path | None = None) -> int:
             jobs=args.jobs,
             validate=args.validate,
             timeout_s=args.timeout,
-            resume=True,  # what is left to do was chosen above
             on_line=lambda line: _say(line.to_dict(), f"{next(counter)}/{len(todo)}"),
         )
     entries = [json.loads(text) for text in out.read_text(encoding="utf-8").splitlines() if text]
@@ -111,9 +108,13 @@ def cmd_dataset(args: argparse.Namespace, venvs: Path | None = None) -> int:
 
 
 def _say(entry: dict[str, Any], where: str) -> None:
-    why = f": {str(entry.get('why'))[:160]}" if entry.get("why") else ""
+    # A verdict's reason can carry the candidate's text (its run's error): cleaned for the
+    # terminal, one line.
+    why = entry.get("why")
+    said = f": {bound_message(str(why), 160)}" if why else ""
+    name = bound_message(str(entry.get("instance_id")), 80)
     print(
-        f"scorewright: [{where}] {str(entry.get('instance_id'))[:80]}: {entry.get('status')}{why} "
-        f"({float(entry.get('seconds') or 0):.1f} s)",
+        f"scorewright: [{where}] {name}: {entry.get('status')}{said} "
+        f"({float(entry.get('seconds') or 0):.1f} s)".replace("\n", " "),
         file=sys.stderr,
     )

@@ -332,8 +332,18 @@ def done_ids(out: Path) -> set[str]:
     return found
 
 
+def pending(instances: Sequence[Instance], out: Path, *, resume: bool) -> list[Instance]:
+    """The instances still to verify: with ``resume`` those ``out`` has no line for; else
+    all of them, ``out`` emptied."""
+    if not resume:
+        out.unlink(missing_ok=True)
+        return list(instances)
+    skip = done_ids(out)
+    return [i for i in instances if i.instance_id not in skip]
+
+
 def run_dataset(
-    instances: Sequence[Instance],
+    todo: Sequence[Instance],
     predictions: Mapping[str, str],
     out: Path,
     *,
@@ -341,17 +351,12 @@ def run_dataset(
     jobs: int = 1,
     validate: int = 0,
     timeout_s: float = 60.0,
-    resume: bool = False,
     on_line: Callable[[Line], None] | None = None,
 ) -> list[Line]:
-    """Verify every instance not yet in ``out`` (with ``resume``), ``jobs`` at once, each
-    line appended to ``out`` as it is decided (a killed run keeps what it finished)."""
+    """Verify ``todo`` (:func:`pending`), ``jobs`` at once, each line appended to ``out`` as
+    it is decided (a killed run keeps what it finished)."""
     if jobs < 1:
         raise ConfigError(f"--jobs {jobs} must be at least 1")
-    skip = done_ids(out) if resume else set()
-    if not resume and out.exists():
-        out.unlink()
-    todo = [i for i in instances if i.instance_id not in skip]
     lock = threading.Lock()
     lines: list[Line] = []
 
