@@ -39,8 +39,8 @@ def test_real_project_options_reach_the_evaluator(tmp_path: Path) -> None:
         assert ev._settings.reference_baseline is True
         assert ev.limits.test_seconds == 0
         assert ev.limits.processes == 256
-        assert ev.recipe["plugins"] == ["pytest_timeout", "anyio.pytest_plugin"]
-        assert ev.recipe["ini"] == {
+        assert ev.settings.plugins == ("pytest_timeout", "anyio.pytest_plugin")
+        assert ev.settings.ini == {
             "filterwarnings": "error\nignore::UserWarning",
             "xfail_strict": "true",
         }

@@ -10,6 +10,7 @@ killed and stopped for real.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import multiprocessing
 import os
 import shutil
@@ -33,6 +34,7 @@ from pytest_scorewright.fanout.remote import RemoteTask, score_remote
 from pytest_scorewright.fanout.suite_bundle import pack_suite
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox.workspace import MAX_BYTES
+from pytest_scorewright.scoring.settings import EvaluatorSettings
 from tests.conftest import sandbox_processes
 from tests.dask_cluster import Cluster, hiding_works
 
@@ -163,13 +165,12 @@ def test_a_tree_naming_a_path_outside_its_directory_writes_nothing(tmp_path: Pat
 
 @pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_a_worker_refuses_a_suite_bundle_that_does_not_match_its_hash(task: Path) -> None:
-    recipe = {
-        "tests": str(task / "tests"), "heldout": str(task / "heldout"),
-        "reference": str(task / "reference"), "support_files": [],
-    }  # fmt: skip
-    suite, portable = pack_suite(recipe)
+    settings = EvaluatorSettings.of(
+        task / "tests", heldout=task / "heldout", reference=task / "reference"
+    )
+    suite, portable = pack_suite(settings)
     (task / "heldout" / "test_numbers_heldout.py").write_text("def test_x():\n    pass\n")
-    other, _ = pack_suite(recipe)
+    other, _ = pack_suite(settings)
     forged = Tree(other.blob, other.size, suite.digest)
     candidate = pack_candidate(task / "candidates" / "honest_memo.py")
     reply = score_remote(RemoteTask(suite.digest, portable, candidate, "t1"), forged)
@@ -184,7 +185,8 @@ def test_a_worker_refuses_a_suite_bundle_that_does_not_match_its_hash(task: Path
 @pytest.mark.slow  # starts a process, or takes seconds of CPU
 def test_a_worker_with_another_version_scores_nothing_and_says_which(tmp_path: Path) -> None:
     (tmp_path / "solution.py").write_text("X = 1\n")
-    task = RemoteTask("0" * 64, {}, pack_candidate(tmp_path / "solution.py"), "t", "0.0.1")
+    settings = EvaluatorSettings.of(tmp_path)
+    task = RemoteTask("0" * 64, settings, pack_candidate(tmp_path / "solution.py"), "t", "0.0.1")
     reply = score_remote(task)
     assert reply.kind == "refused"
     assert "the client 0.0.1; install the same version on the workers" in reply.text
@@ -197,8 +199,9 @@ def test_a_worker_that_cannot_build_the_evaluator_withholds_the_heldout_details(
     # A reference that passes the visible tests and fails some held-out ones: the worker's
     # Evaluator is refused for it, and the reason must not quote the held-out tests.
     with _evaluator(task) as ev:
-        recipe = {**ev.recipe, "reference": str(task / "candidates" / "honest_partial.py")}
-    suite, portable = pack_suite(recipe)
+        partial = str(task / "candidates" / "honest_partial.py")
+        settings = dataclasses.replace(ev.settings, reference=partial)
+    suite, portable = pack_suite(settings)
     candidate = pack_candidate(task / "candidates" / "honest_memo.py")
     replies = [
         score_remote(RemoteTask(suite.digest, portable, candidate, "t1"), suite),

@@ -112,8 +112,8 @@ def test_the_evaluators_signature_is_every_setting_and_a_typo_gets_a_suggestion(
     parameters = inspect.signature(Evaluator.__init__).parameters
     keywords = {n for n, p in parameters.items() if p.kind is inspect.Parameter.KEYWORD_ONLY}
     # Every setting is a typed keyword of its own (help() and the type checker see them),
-    # and nothing else but the two the Evaluator keeps itself.
-    assert keywords == {*OPTION_NAMES, "objectives", "judge"}
+    # and nothing else but the judge, which the Evaluator keeps itself.
+    assert keywords == {*OPTION_NAMES, "judge"}
     assert all(parameters[n].annotation != "Any" for n in keywords)
     tests = Path(__file__).resolve().parent / "corpus" / "roman" / "tests"
     with pytest.raises(
@@ -124,6 +124,36 @@ def test_the_evaluators_signature_is_every_setting_and_a_typo_gets_a_suggestion(
         Evaluator(tests, network="yes")  # type: ignore[arg-type]
     with pytest.raises(ConfigError, match=r"^limits must be a pytest_scorewright.Limits"):
         Evaluator(tests, limits={"timeout_s": 3})  # type: ignore[arg-type]
+
+
+def test_the_frozen_settings_travel_and_build_the_same_evaluator(tmp_path: Path) -> None:
+    import pickle
+
+    from pytest_scorewright import Limits, Objective
+    from pytest_scorewright.evaluator import Evaluator
+    from pytest_scorewright.fanout.suite_bundle import pack_suite, settings_at
+
+    tests = Path(__file__).resolve().parent / "corpus" / "roman" / "tests"
+    (tmp_path / "goal.py").write_text("def size(value):\n    return value\n")
+    evaluator = Evaluator(
+        tests, module=["solution", "helpers"], limits=Limits(timeout_s=7), repeats=1,
+        objectives={"size": f"{tmp_path / 'goal.py'}:size"}, env={"A": "1"}, workdir=tmp_path,
+    )  # fmt: skip
+    settings = evaluator.settings
+    assert settings.objectives["size"] == Objective(f"{tmp_path / 'goal.py'}:size")
+    assert settings.portable
+    # What a pipeline process receives is these settings, pickled, nothing else to convert.
+    again = Evaluator.from_settings(pickle.loads(pickle.dumps(settings)))  # noqa: S301
+    assert again.settings == settings
+    # An executor's worker gets them with paths inside the suite's bundle, less this
+    # machine's options, and builds the same Evaluator where the bundle was unpacked.
+    _, portable = pack_suite(settings)
+    assert (portable.tests, portable.workdir, portable.heldout) == ("tests", None, None)
+    moved = settings_at(portable, tmp_path / "unpacked")
+    assert moved.tests == str(tmp_path / "unpacked" / "tests")
+    assert moved.limits == settings.limits
+    assert moved.objectives == settings.objectives
+    assert not Evaluator(tests, objectives={"size": lambda value: 1.0}).settings.portable
 
 
 def test_infrastructure_error_is_public() -> None:

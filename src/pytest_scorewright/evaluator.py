@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.fanout.many_at_once import Fanout, pipeline_arguments, refuse_unportable
+from pytest_scorewright.fanout.many_at_once import Fanout, refuse_unportable
 from pytest_scorewright.fanout.pipelines import PipelineCache
 from pytest_scorewright.integrity.codes import choose_policy
 from pytest_scorewright.judge.assess import Judge
@@ -46,7 +46,7 @@ from pytest_scorewright.suite.collect import module_name_mistake
 #: The ``isolation`` choices (docs/isolation.md).
 ISOLATIONS = references.ISOLATIONS
 #: Every keyword option of the Evaluator (a test keeps it equal to the signature).
-_OPTIONS = (*OPTION_NAMES, "objectives", "judge")
+_OPTIONS = (*OPTION_NAMES, "judge")
 
 
 class Evaluator(EvaluatorFacts):
@@ -111,9 +111,8 @@ class Evaluator(EvaluatorFacts):
         suites = self._dirs.suites
         # Loaded here, in the parent only, and never from a directory copied into runs.
         self._objectives = ObjectiveSet(
-            objectives, inside=[*suites, *(Path(p) for p in settings.support_files)]
+            settings.objectives, inside=[*suites, *(Path(p) for p in settings.support_files)]
         )
-        self.recipe: dict[str, Any] = {**settings.recipe(), "objectives": self._objectives.recipe()}
         self._file_mistake = module_name_mistake(suites, self._dirs.reference, settings.modules)
         self._seen = SeenResults(settings.dedupe)
         self._policy = choose_policy(warn_only=settings.warn_only, fail_closed=settings.fail_closed)
@@ -123,6 +122,11 @@ class Evaluator(EvaluatorFacts):
         self._lock = threading.Lock()
         self._ready: Prepared | None = None
         self._pipelines = PipelineCache()
+
+    @classmethod
+    def from_settings(cls, settings: EvaluatorSettings, *, judge: Judge | None = None) -> Evaluator:
+        """The Evaluator of another's :attr:`settings` (as a pipeline or a worker builds it)."""
+        return cls(settings.tests, judge=judge, **settings.arguments())
 
     def prepare(self) -> Evaluator:
         """Probe the host, start the warm parent, collect the suite and measure the reference
@@ -251,7 +255,7 @@ class Evaluator(EvaluatorFacts):
         paths = [require_candidate(c, "candidate") for c in candidates]
         if workers < 1:
             raise ConfigError(f"workers must be at least 1, not {workers}")
-        refuse_unportable(executor, self._objectives.portable)
+        refuse_unportable(executor, self._settings.portable)
         try:
             # Prepared here, before any work goes out: a setup mistake is raised once, and
             # never comes back from every worker as a candidate's failure.
@@ -265,13 +269,10 @@ class Evaluator(EvaluatorFacts):
 
     def _fanout(self, ready: Prepared) -> Fanout:
         judge, settings = self.judge, self._settings
-        recipe = functools.partial(pipeline_arguments, self.recipe, settings)
         judging = (lambda result, path: judged(judge, result, path)) if judge else None
         unscored = functools.partial(unscored_result, limits=ready.limits)
-        return Fanout(
-            self, ready, settings, self._objectives.portable, judging,
-            lambda workers: self._pipelines.get(workers, recipe, ready.learned), unscored,
-        )  # fmt: skip
+        pipelines = functools.partial(self._pipelines.get, settings=settings, learned=ready.learned)
+        return Fanout(self, ready, settings, judging, pipelines, unscored)
 
     def cancel(self, why: str = "scoring was cancelled") -> None:
         """End every score under way in other threads now, and close: each ends with a

@@ -40,6 +40,7 @@ from pytest_scorewright.fanout.tries import Tries, named
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.scoring.runs import PATIENCE_S
+from pytest_scorewright.scoring.settings import EvaluatorSettings
 
 #: The most times a candidate goes again because its worker had no copy of the suite.
 _SUITE_ASKS = 4
@@ -100,7 +101,7 @@ class RemoteBatch:
 
     Example::
 
-        batch = RemoteBatch(executor, evaluator.recipe, paths, limits=evaluator.limits,
+        batch = RemoteBatch(executor, evaluator.settings, paths,
                             retries=2, deadline_s=600, slots=2, unscored=unscored)
         for index, result in batch:
             ...
@@ -109,10 +110,9 @@ class RemoteBatch:
     def __init__(
         self,
         executor: Executor,
-        recipe: dict[str, Any],
+        settings: EvaluatorSettings,
         paths: Sequence[Path],
         *,
-        limits: Limits,
         retries: int,
         deadline_s: float,
         slots: int,
@@ -123,9 +123,9 @@ class RemoteBatch:
         if not deadline_s > 0:
             raise ConfigError(f"deadline_s must be more than 0, not {deadline_s}")
         self._executor = executor
-        self._recipe = recipe
+        self._settings = settings
         self._paths = paths
-        self._limits = limits
+        self._limits = settings.limits
         self._retries = retries
         self._deadline_s = deadline_s
         self._unscored = unscored
@@ -137,7 +137,7 @@ class RemoteBatch:
         self._queue: collections.deque[_Candidate] = collections.deque()
 
     def __iter__(self) -> Iterator[tuple[int, ScoreResult]]:
-        suite, portable = pack_suite(self._recipe)  # a suite that cannot be read: raised
+        suite, portable = pack_suite(self._settings)  # a suite that cannot be read: raised
         shared = self._share(suite)
         self._queue.extend(
             _Candidate(i, p, Tries(p, retries=self._retries, limits=self._limits, on=_ON))
@@ -197,7 +197,7 @@ class RemoteBatch:
         self,
         candidate: _Candidate,
         suite: Tree,
-        portable: dict[str, Any],
+        portable: EvaluatorSettings,
         shared: Any,
         pending: dict[Future[Reply], _Try],
     ) -> ScoreResult | None:
@@ -212,7 +212,7 @@ class RemoteBatch:
         candidate.tries.sent()
         task = RemoteTask(
             suite=suite.digest,
-            recipe=portable,
+            settings=portable,
             candidate=candidate.tree,
             token=f"candidate-{candidate.index}-{uuid.uuid4().hex}",
         )

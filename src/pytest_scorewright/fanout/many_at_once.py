@@ -11,11 +11,11 @@ stays in this process).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Protocol
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.fanout.dispatch import RemoteBatch, remote_deadline_s
@@ -30,8 +30,6 @@ Unscored = Callable[[Path, BaseException], ScoreResult]
 
 class Scorer(Protocol):
     """What the strategies need of the Evaluator that owns them."""
-
-    recipe: dict[str, Any]
 
     def score(self, candidate: Path) -> ScoreResult: ...
 
@@ -55,8 +53,6 @@ class Fanout:
     owner: Scorer
     ready: Prepared
     settings: EvaluatorSettings
-    #: Objectives that can travel (given as PATH:FUNCTION, not callables).
-    portable: bool
     judge: Callable[[ScoreResult, Path], ScoreResult] | None
     pipelines: Callable[[int], Pipelines]
     unscored: Unscored
@@ -77,7 +73,7 @@ class Fanout:
             )
         elif self.ready.runner.warm is None or workers == 1:
             yield from self._one_at_a_time(paths)
-        elif workers > JOBS_PER_PIPELINE and self.portable:
+        elif workers > JOBS_PER_PIPELINE and self.settings.portable:
             # More than one process keeps fed: pipelines of their own (fanout/pipelines.py).
             yield from self._judged(paths, self.pipelines(workers).score_many(paths, self.unscored))
         else:
@@ -93,9 +89,8 @@ class Fanout:
     ) -> RemoteBatch:
         return RemoteBatch(
             executor,
-            self.owner.recipe,
+            self.settings,
             paths,
-            limits=self.settings.limits,
             retries=retries,
             deadline_s=deadline_s
             if deadline_s is not None
@@ -127,9 +122,3 @@ class Fanout:
             except Exception as exc:
                 result = self.unscored(path, exc)
             yield index, result
-
-
-def pipeline_arguments(recipe: Mapping[str, Any], settings: EvaluatorSettings) -> dict[str, Any]:
-    """The Evaluator's arguments for a pipeline process of this machine: the recipe, with the
-    options that belong to the machine (its work dir, namespaces)."""
-    return {**recipe, "workdir": settings.workdir, "namespaces": settings.namespaces}

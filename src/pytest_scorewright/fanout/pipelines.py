@@ -5,7 +5,7 @@ copies and removals, the static scan, decoding and the verdict, all in one inter
 (issue 28's profile of a 16-core machine: the caller at 105% CPU, the machine a third idle).
 So ``score_many`` with more than :data:`JOBS_PER_PIPELINE` workers spreads candidates over
 pipeline processes (``workers/pipeline_process.py``), each an Evaluator of its own, with its own
-warm parent, built from this Evaluator's recipe and from what it has learned (the suites'
+warm parent, built from this Evaluator's settings and from what it has learned (the suites'
 test ids, the reference's runs, the calibrated limits: ``scoring/prepared.py`` Learned), so
 every pipeline scores exactly as this process would, and no reference runs again. Every
 piece of every verdict is still decided in trusted processes only; this process relays
@@ -33,6 +33,7 @@ from pytest_scorewright.errors import InfrastructureError
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.scoring.candidates import content_key
 from pytest_scorewright.scoring.prepared import Learned
+from pytest_scorewright.scoring.settings import EvaluatorSettings
 
 #: Candidates at once one pipeline process takes. Measured on a 16-core machine (issue 28):
 #: one process scoring J at a time kept 0.92 of linear speed at J=2, 0.77 at 4, 0.45 at 8.
@@ -72,7 +73,9 @@ def receive(stream: IO[bytes]) -> Any:
 class _Pipeline:
     """One pipeline process, and the candidates it has in hand (index: path)."""
 
-    def __init__(self, number: int, recipe: dict[str, Any], learned: Learned, jobs: int) -> None:
+    def __init__(
+        self, number: int, settings: EvaluatorSettings, learned: Learned, jobs: int
+    ) -> None:
         self.number = number
         self.jobs = jobs
         self.in_hand: dict[int, Path] = {}
@@ -89,7 +92,7 @@ class _Pipeline:
         assert self.proc.stdin is not None  # noqa: S101 - both made above
         assert self.proc.stdout is not None  # noqa: S101
         self.stdin, self.stdout = self.proc.stdin, self.proc.stdout
-        send(self.stdin, (recipe, learned, jobs))
+        send(self.stdin, (settings, learned, jobs))
 
     def ready(self) -> None:
         """Wait until the pipeline's Evaluator is built; its failure is raised here."""
@@ -132,14 +135,14 @@ class Pipelines:
 
     Example::
 
-        pipelines = Pipelines(evaluator.recipe, prepared.learned(), pipeline_sizes(16))
+        pipelines = Pipelines(evaluator.settings, prepared.learned(), pipeline_sizes(16))
         for index, result in pipelines.score_many(paths, unscored):
             ...
         pipelines.close()
     """
 
-    def __init__(self, recipe: dict[str, Any], learned: Learned, sizes: Sequence[int]) -> None:
-        self._recipe, self._learned = recipe, learned
+    def __init__(self, settings: EvaluatorSettings, learned: Learned, sizes: Sequence[int]) -> None:
+        self._settings, self._learned = settings, learned
         self._all: list[_Pipeline] = []
         self._lock = threading.Lock()  # one batch at a time
         #: What every pipeline's reader thread puts: ``(pipeline, index, result JSON)``, or
@@ -147,7 +150,7 @@ class Pipelines:
         self.results: queue.Queue[tuple[_Pipeline, int | None, str]] = queue.Queue()
         try:
             for number, jobs in enumerate(sizes):
-                self._all.append(_Pipeline(number, recipe, learned, jobs))
+                self._all.append(_Pipeline(number, settings, learned, jobs))
             for pipeline in self._all:
                 pipeline.ready()
                 self._start_reader(pipeline)
@@ -177,7 +180,7 @@ class Pipelines:
 
     def _replace(self, dead: _Pipeline) -> _Pipeline:
         """A new pipeline where ``dead`` was (its process ended under it)."""
-        fresh = _Pipeline(dead.number, self._recipe, self._learned, dead.jobs)
+        fresh = _Pipeline(dead.number, self._settings, self._learned, dead.jobs)
         try:
             fresh.ready()
         except BaseException:
@@ -271,9 +274,9 @@ class PipelineCache:
         self._pipelines: Pipelines | None = None
 
     def get(
-        self, workers: int, recipe: Callable[[], dict[str, Any]], learned: Callable[[], Learned]
+        self, workers: int, settings: EvaluatorSettings, learned: Callable[[], Learned]
     ) -> Pipelines:
-        """Pipelines for ``workers`` candidates at once (``recipe`` and ``learned`` are asked
+        """Pipelines for ``workers`` candidates at once, of ``settings`` (``learned`` is asked
         for only when new ones start)."""
         sizes = pipeline_sizes(workers)
         with self._lock:
@@ -282,7 +285,7 @@ class PipelineCache:
                 found.close()
                 self._pipelines = None
             if self._pipelines is None:
-                self._pipelines = Pipelines(recipe(), learned(), sizes)
+                self._pipelines = Pipelines(settings, learned(), sizes)
             return self._pipelines
 
     @property

@@ -33,6 +33,7 @@ from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.scoring.assemble import infrastructure_result
 from pytest_scorewright.scoring.candidates import source_file
+from pytest_scorewright.scoring.settings import EvaluatorSettings
 
 
 @dataclasses.dataclass(frozen=True)
@@ -53,7 +54,7 @@ class RayScorer:
 
     actors: tuple[Any, ...]
     suite: SharedSuite
-    recipe: dict[str, Any]
+    settings: EvaluatorSettings
     module: str
     retries: int
     deadline_s: float
@@ -68,23 +69,22 @@ class RayScorer:
             raise ConfigError(f"retries must be 0 or more, not {retries}")
         if deadline_s is not None and not deadline_s > 0:
             raise ConfigError(f"deadline_s must be more than 0, not {deadline_s}")
-        if not _portable(evaluator.recipe):
+        if not evaluator.settings.portable:
             # As score_many on an executor: an actor loads each objective again by its path.
             raise ConfigError(
                 "objectives given as callables cannot go to Ray's actors; give them as "
                 "PATH:FUNCTION"
             )
         evaluator.prepare()
-        suite, portable = pack_suite(evaluator.recipe)
-        limits = Limits(**portable["limits"])
-        deadline = deadline_s or remote_deadline_s(limits, portable["repeats"])
+        suite, portable = pack_suite(evaluator.settings)
+        deadline = deadline_s or remote_deadline_s(portable.limits, portable.repeats)
         return cls(
             tuple(pool.handles), pool.share(suite), portable, evaluator.module, retries, deadline
         )
 
     @property
     def limits(self) -> Limits:
-        return Limits(**self.recipe["limits"])
+        return self.settings.limits
 
     def score(self, candidate: str | Path) -> ScoreResult:
         """Score a candidate file or directory (on this machine) and wait for its result."""
@@ -150,7 +150,7 @@ class RayScorer:
         tries.sent()
         task = RemoteTask(
             suite=self.suite.digest,
-            recipe=self.recipe,
+            settings=self.settings,
             candidate=tree,
             token=f"candidate-{uuid.uuid4().hex}",
         )
@@ -193,8 +193,3 @@ class _Tries(Tries):
         if isinstance(reply, BaseException):
             return self.lose(f"the actor lost it ({named(reply)})")
         return self.answer(reply)
-
-
-def _portable(recipe: dict[str, Any]) -> bool:
-    """Every objective in ``recipe`` is a PATH:FUNCTION, which an actor can load again."""
-    return all(isinstance(o["source"], str) for o in recipe.get("objectives", {}).values())

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from pytest_scorewright._version import __version__
 from pytest_scorewright.fanout.content import TREE_MAX, Tree
+from pytest_scorewright.scoring.settings import EvaluatorSettings
 
 #: The most a suite's bundle may take unpacked: visible tests, held-out tests, a reference
 #: and a few support files, each within one tree's bound.
@@ -20,11 +21,12 @@ SUITE_MAX = 8 * TREE_MAX
 
 @dataclass(frozen=True)
 class RemoteTask:
-    """One try of one candidate, as it travels to a worker: the suite's key and portable
-    recipe (fanout/suite_bundle.py), the candidate's files, and a token of its own."""
+    """One try of one candidate, as it travels to a worker: the suite's key and the settings
+    with paths inside its bundle (fanout/suite_bundle.py), the candidate's files, and a
+    token of its own."""
 
     suite: str
-    recipe: dict[str, Any]
+    settings: EvaluatorSettings
     candidate: Tree
     #: Unique to this try: an executor that keys work by its arguments (Dask) must not take
     #: a second try, or a second copy of a candidate, for the first.
@@ -57,7 +59,7 @@ WORKER = "pytest_scorewright.workers.remote_worker"
 
 def score_remote(task: RemoteTask, suite: Tree | None = None) -> Reply:
     """Run on an executor's worker: score ``task``'s candidate with this process's
-    Evaluator for its suite and recipe (built on first use from the bundle ``suite``, which
+    Evaluator for its suite and settings (built on first use from the bundle ``suite``, which
     only a worker without a copy needs), and say how it went; never raises."""
     reply: Reply = importlib.import_module(WORKER).score(task, suite)
     return reply

@@ -1,6 +1,6 @@
 """The suite as one bundle: an Evaluator's visible tests, held-out tests, reference and
 support files packed into one :class:`~pytest_scorewright.fanout.content.Tree`, and its
-recipe with each path replaced by the path inside the bundle, so a worker can build the
+settings with each path replaced by the path inside the bundle, so a worker can build the
 same Evaluator from the bundle alone.
 
 Layout inside the bundle: ``tests/``, ``heldout/``, ``reference/<name>`` and
@@ -10,41 +10,54 @@ file is copied next to every candidate under its own name).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from pathlib import Path
-from typing import Any
 
 from pytest_scorewright.fanout.content import Tree, TreeBuilder
+from pytest_scorewright.scoring.settings import EvaluatorSettings
 
 
-def pack_suite(recipe: dict[str, Any]) -> tuple[Tree, dict[str, Any]]:
-    """The bundle of the files ``recipe`` names, and the recipe with paths inside it."""
+def pack_suite(settings: EvaluatorSettings) -> tuple[Tree, EvaluatorSettings]:
+    """The bundle of the files ``settings`` name, and the settings for another machine
+    (:meth:`~EvaluatorSettings.elsewhere`) with paths inside the bundle."""
     builder = TreeBuilder()
-    portable = dict(recipe)
-    builder.add("tests", Path(recipe["tests"]), trusted=True)
-    portable["tests"] = "tests"
-    if recipe["heldout"]:
-        builder.add("heldout", Path(recipe["heldout"]), trusted=True)
-        portable["heldout"] = "heldout"
-    if recipe["reference"]:
-        reference = Path(recipe["reference"]).resolve()
-        portable["reference"] = f"reference/{reference.name}"
-        builder.add(portable["reference"], reference, trusted=True)
-    portable["support_files"] = []
-    for number, support in enumerate(recipe["support_files"]):
-        name = f"support/{number}/{Path(support).resolve().name}"
-        builder.add(name, Path(support), trusted=True)
-        portable["support_files"].append(name)
+    builder.add("tests", Path(settings.tests), trusted=True)
+    heldout = reference = None
+    if settings.heldout:
+        builder.add("heldout", Path(settings.heldout), trusted=True)
+        heldout = "heldout"
+    if settings.reference:
+        resolved = Path(settings.reference).resolve()
+        reference = f"reference/{resolved.name}"
+        builder.add(reference, resolved, trusted=True)
+    support = []
+    for number, path in enumerate(settings.support_files):
+        name = f"support/{number}/{Path(path).resolve().name}"
+        builder.add(name, Path(path), trusted=True)
+        support.append(name)
+    portable = dataclasses.replace(
+        settings.elsewhere(),
+        tests="tests",
+        heldout=heldout,
+        reference=reference,
+        support_files=tuple(support),
+    )
     return builder.build(), portable
 
 
-def recipe_at(portable: dict[str, Any], root: Path) -> dict[str, Any]:
-    """The recipe of a bundle unpacked at ``root``: every path below it."""
-    recipe = dict(portable)
-    for key in ("tests", "heldout", "reference"):
-        if recipe[key]:
-            recipe[key] = os.fspath(root.joinpath(*recipe[key].split("/")))
-    recipe["support_files"] = [
-        os.fspath(root.joinpath(*name.split("/"))) for name in recipe["support_files"]
-    ]
-    return recipe
+def settings_at(portable: EvaluatorSettings, root: Path) -> EvaluatorSettings:
+    """The settings of a bundle unpacked at ``root``: every path below it."""
+
+    def below(name: str | None) -> str | None:
+        return os.fspath(root.joinpath(*name.split("/"))) if name else None
+
+    return dataclasses.replace(
+        portable,
+        tests=os.fspath(root / portable.tests),
+        heldout=below(portable.heldout),
+        reference=below(portable.reference),
+        support_files=tuple(
+            os.fspath(root.joinpath(*n.split("/"))) for n in portable.support_files
+        ),
+    )

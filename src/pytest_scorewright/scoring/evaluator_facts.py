@@ -28,6 +28,12 @@ class EvaluatorFacts:
         return self._prepared().runner
 
     @property
+    def settings(self) -> EvaluatorSettings:
+        """Every option, checked and frozen: what another process needs to build this
+        Evaluator again (``Evaluator.from_settings``)."""
+        return self._settings
+
+    @property
     def limits(self) -> Limits:
         """The limits candidates run under: the per-test limit calibrated from the
         reference's run when none was given (so reading it prepares the evaluator)."""

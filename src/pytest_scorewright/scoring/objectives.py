@@ -102,7 +102,7 @@ class ObjectiveSet:
                 )
             if isinstance(spec, Objective):
                 objective = spec
-            elif isinstance(spec, Mapping):  # a recipe's (see recipe())
+            elif isinstance(spec, Mapping):  # its fields
                 objective = Objective(**spec)
             else:
                 objective = Objective(spec)
@@ -118,13 +118,6 @@ class ObjectiveSet:
     def portable(self) -> bool:
         """Every objective is a PATH:FUNCTION, which another process can load again."""
         return all(isinstance(o.source, str) for o in self.objectives.values())
-
-    def recipe(self) -> dict[str, dict[str, Any]]:
-        """Plain values to build the same set in another process (score_many's workers)."""
-        return {
-            name: {"source": o.source, "minimize": o.minimize, "timeout_s": o.timeout_s}
-            for name, o in self.objectives.items()
-        }
 
     def score(
         self, submitted: Sequence[Submitted], records: Sequence[TestRecord]

@@ -1,5 +1,7 @@
-"""An Evaluator's settings: every option, checked once, as plain values (an executor's worker
-builds the same Evaluator again from :meth:`EvaluatorSettings.recipe`)."""
+"""An Evaluator's settings: every option, checked once, frozen. They are what travels to
+another process that scores with the same Evaluator (a pipeline process, an executor's
+worker, a Ray actor): it builds one with :meth:`Evaluator.from_settings
+<pytest_scorewright.Evaluator.from_settings>`."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pytest_scorewright.sandbox import guarantees
 from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.plan import RunSettings
 from pytest_scorewright.sandbox.workspace import require_dir, require_support
+from pytest_scorewright.scoring.objectives import Objective, ObjectiveSpec
 from pytest_scorewright.scoring.reference import ISOLATIONS, Isolation
 
 #: A path as callers give it.
@@ -34,7 +37,7 @@ class EvaluatorSettings:
     Example::
 
         settings = EvaluatorSettings.of("tests/", reference="reference/", repeats=2)
-        Evaluator(**settings.recipe())  # the same Evaluator, as an executor's worker builds it
+        Evaluator.from_settings(settings)  # the same Evaluator, as a worker builds it
 
     - ``tests``: directory of trusted visible tests, copied fresh into every run.
     - ``heldout``: directory of trusted held-out tests, run apart from the visible ones (the
@@ -91,7 +94,8 @@ class EvaluatorSettings:
       the candidate's claim, the statements the parent's (docs/scoreresult.md).
     - ``objectives``: name -> ``"PATH:FUNCTION"``, a callable, or an
       :class:`~pytest_scorewright.Objective`; each scores the values tests submit under its
-      name, in the parent (docs/objectives.md).
+      name, in the parent (docs/objectives.md). Kept as :class:`Objective` values; only
+      those given as ``PATH:FUNCTION`` can travel to another process (:attr:`portable`).
     """
 
     tests: str
@@ -118,6 +122,7 @@ class EvaluatorSettings:
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
     dedupe: bool = True
     coverage: bool = False
+    objectives: Mapping[str, Objective] = dataclasses.field(default_factory=dict)
 
     @classmethod
     def of(
@@ -137,19 +142,11 @@ class EvaluatorSettings:
         require_isolation: bool | Sequence[str] = False,
         ini: Mapping[str, str] | None = None,
         fail_to_pass: Sequence[str] = (),
+        objectives: Mapping[str, ObjectiveSpec] | None = None,
         **flags: Any,
     ) -> EvaluatorSettings:
         """Settings from the Evaluator's keyword arguments; a bad value is a ConfigError."""
-        unknown = sorted(set(flags) - set(OPTION_NAMES))
-        if unknown:
-            raise ConfigError(unknown_option(unknown[0], OPTION_NAMES))
-        for name in _BOOLS:
-            if name in flags and not isinstance(flags[name], bool):
-                raise ConfigError(f"{name} must be True or False, not {flags[name]!r}")
-        for name in ("repeats", "reference_repeats"):
-            value = flags.get(name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
-                raise ConfigError(f"{name} must be a whole number, not {value!r}")
+        _check_flags(flags)
         if limits is not None and not isinstance(limits, Limits):
             raise ConfigError(
                 f"limits must be a pytest_scorewright.Limits, not {type(limits).__name__}; "
@@ -162,12 +159,6 @@ class EvaluatorSettings:
         for key in ini or {}:
             if not key.replace("_", "").replace("-", "").isalnum():
                 raise ConfigError(f"ini option {key!r} is not an ini key; use e.g. asyncio_mode")
-        if flags.get("repeats", 0) < 0:
-            raise ConfigError(f"repeats must be 0 or more, not {flags['repeats']}")
-        if flags.get("reference_repeats", 1) < 1:
-            raise ConfigError(
-                f"reference_repeats must be 1 or more, not {flags['reference_repeats']}"
-            )
         if isolation not in ISOLATIONS:
             raise ConfigError(
                 f"isolation {isolation!r} is not one of {', '.join(ISOLATIONS)}; leave it at auto"
@@ -197,6 +188,7 @@ class EvaluatorSettings:
             else guarantees.required(require_isolation),
             ini=dict(ini or {}),
             fail_to_pass=tuple(fail_to_pass),
+            objectives={name: _objective(spec) for name, spec in (objectives or {}).items()},
             **flags,
         )
 
@@ -217,25 +209,39 @@ class EvaluatorSettings:
             coverage=self.coverage,
         )
 
-    def recipe(self) -> dict[str, Any]:
-        """The Evaluator's keyword arguments as plain, picklable values, less those that
-        belong to this machine (``workdir``, ``namespaces``, ``warm``: a worker has its own);
-        ``objectives`` is added by the Evaluator, which loaded them."""
-        here = ("workdir", "namespaces", "warm")
+    @property
+    def portable(self) -> bool:
+        """Every objective is a ``PATH:FUNCTION``, which another process can load again (a
+        callable cannot travel)."""
+        return all(isinstance(o.source, str) for o in self.objectives.values())
+
+    def arguments(self) -> dict[str, Any]:
+        """The Evaluator's keyword arguments (all but ``tests``) that make these settings."""
         found = {f.name: getattr(self, f.name) for f in dataclasses.fields(self)}
-        for key in here:
-            del found[key]
-        found["module"] = list(found.pop("modules"))
-        found["limits"] = {
-            k: v for k, v in dataclasses.asdict(self.limits).items() if k != "per_test"
-        }
-        for key in ("plugins", "support_files", "preload", "fail_to_pass"):
-            found[key] = list(found[key])
-        for key in ("env", "ini"):
-            found[key] = dict(found[key])
-        if not isinstance(self.require_isolation, bool):
-            found["require_isolation"] = list(self.require_isolation)
+        del found["tests"]
+        found["module"] = found.pop("modules")
         return found
+
+    def elsewhere(self) -> EvaluatorSettings:
+        """These settings for another machine: less what belongs to this one (``workdir``,
+        ``namespaces``, ``warm``: a worker has its own)."""
+        return dataclasses.replace(self, workdir=None, namespaces=True, warm=True)
+
+
+def _check_flags(flags: Mapping[str, Any]) -> None:
+    """The flags and counts among the options: known, and of the right type and range."""
+    unknown = sorted(set(flags) - set(OPTION_NAMES))
+    if unknown:
+        raise ConfigError(unknown_option(unknown[0], OPTION_NAMES))
+    for name in _BOOLS:
+        if name in flags and not isinstance(flags[name], bool):
+            raise ConfigError(f"{name} must be True or False, not {flags[name]!r}")
+    for name, least in (("repeats", 0), ("reference_repeats", 1)):
+        value = flags.get(name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+            raise ConfigError(f"{name} must be a whole number, not {value!r}")
+        if value is not None and value < least:
+            raise ConfigError(f"{name} must be {least} or more, not {value}")
 
 
 def _inside(inner: PathLike, outer: PathLike) -> bool:
@@ -250,6 +256,20 @@ OPTION_NAMES: tuple[str, ...] = tuple(
     for f in dataclasses.fields(EvaluatorSettings)
     if f.name != "tests"
 )
+
+
+def _objective(spec: ObjectiveSpec) -> Objective:
+    """An objective as given (an Objective, ``PATH:FUNCTION``, a callable, its fields)."""
+    if isinstance(spec, Objective):
+        return spec
+    if isinstance(spec, Mapping):
+        try:
+            return Objective(**spec)
+        except TypeError:
+            raise ConfigError(
+                f"objective fields {sorted(spec)} are not source, minimize, timeout_s"
+            ) from None
+    return Objective(spec)
 
 
 def unknown_option(name: str, known: Sequence[str]) -> str:

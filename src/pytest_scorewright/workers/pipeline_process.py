@@ -1,7 +1,7 @@
 """A scoring pipeline's own process (``python -m pytest_scorewright.workers.pipeline_process``).
 
 Started by :class:`~pytest_scorewright.fanout.pipelines.Pipelines`. It builds an Evaluator
-from the caller's recipe and adopts what the caller learned (no collection, no reference
+from the caller's settings and adopts what the caller learned (no collection, no reference
 run), then scores the candidate paths it is sent, its ``jobs`` at a time, and sends back each
 result's JSON. When its requests end (the caller closed it, or died), it closes its Evaluator,
 which stops its runs and removes their directories, and exits.
@@ -19,7 +19,6 @@ from pathlib import Path
 
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fanout.pipelines import receive, send
-from pytest_scorewright.limits import Limits
 from pytest_scorewright.scoring.assemble import unscored_result
 
 
@@ -31,12 +30,9 @@ def main() -> int:
     setup = receive(inp)
     if setup is None:
         return 0
-    recipe, learned, jobs = setup
+    settings, learned, jobs = setup
     try:
-        arguments = dict(recipe)
-        arguments["limits"] = Limits(**arguments["limits"])
-        evaluator = Evaluator(**arguments)
-        evaluator.adopt(learned)
+        evaluator = Evaluator.from_settings(settings).adopt(learned)
     except Exception as exc:
         send(out, f"{type(exc).__name__}: {exc}")
         return 1

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import json
 import os
 import shutil
 import socket
@@ -27,8 +26,7 @@ from pytest_scorewright.errors import ConfigError, InfrastructureError, Scorewri
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fanout.content import TREE_MAX, Tree, unpack
 from pytest_scorewright.fanout.remote import SUITE_MAX, RemoteTask, Reply
-from pytest_scorewright.fanout.suite_bundle import recipe_at
-from pytest_scorewright.limits import Limits
+from pytest_scorewright.fanout.suite_bundle import settings_at
 
 _suites: dict[str, Path] = {}
 _evaluators: dict[str, Evaluator | str] = {}
@@ -38,7 +36,7 @@ _cleanup_registered = False
 
 def score(task: RemoteTask, suite: Tree | None = None) -> Reply:
     """Run on an executor's worker: score ``task``'s candidate with this process's
-    Evaluator for its suite and recipe (built on first use from the bundle ``suite``, which
+    Evaluator for its suite and settings (built on first use from the bundle ``suite``, which
     only a worker without a copy needs), and say how it went."""
     worker = _worker_name()
     if task.version != __version__:
@@ -130,16 +128,15 @@ def _suite_root(digest: str, bundle: Tree | None) -> Path | None:
 
 
 def _evaluator(task: RemoteTask, root: Path) -> Evaluator:
-    """This worker's Evaluator for ``task``'s suite and recipe, built on first use; a build
+    """This worker's Evaluator for ``task``'s suite and settings, built on first use; a build
     that failed fails every later task at once, with the same error."""
-    key = task.suite + json.dumps(task.recipe, sort_keys=True)
+    key = task.suite + repr(task.settings)
     with _lock:
         found = _evaluators.get(key)
         if found is None:
-            arguments = recipe_at(task.recipe, root)
-            arguments["limits"] = Limits(**arguments["limits"])
+            settings = settings_at(task.settings, root)
             try:
-                found = _evaluators[key] = Evaluator(**arguments).prepare()
+                found = _evaluators[key] = Evaluator.from_settings(settings).prepare()
             except Exception as exc:
                 _evaluators[key] = _say(exc)
                 raise
