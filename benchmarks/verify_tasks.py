@@ -11,7 +11,8 @@ benchmarks/sdists.py) the builder makes:
   of the older one's, nothing else of the release diff;
 - the **test patch**: the newer release's version of the test file, as a diff;
 - fail-to-pass and pass-to-pass test ids, listed below (the fail-to-pass ones fail on the
-  base with the test patch and pass with the gold patch, checked by tests/test_verify_real.py).
+  base with the test patch and pass with the gold patch, checked by
+  tests/verify/test_verify_real.py).
 
 No code of these libraries is in this repository: everything is made from the sdists.
 

@@ -25,7 +25,7 @@ pytest_plugins = ["pytester"]
 # Corpus tasks are data (candidates and their tests), run by test_integrity_corpus.py.
 collect_ignore = ["corpus", "isolation_task", "speed_task", "flaky_task"]
 
-#: pytest-benchmark (in the dev extra, for tests/test_benchmark_fixture.py) is loaded by
+#: pytest-benchmark (in the dev extra, for tests/plugin/test_benchmark_fixture.py) is loaded by
 #: pytest into every run it starts, where it writes .benchmarks/ and takes the `benchmark`
 #: fixture; pytester runs leave it out unless a test says otherwise.
 WITHOUT_PYTEST_BENCHMARK = "-p no:benchmark"

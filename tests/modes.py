@@ -25,7 +25,7 @@ below), as Docker's profile does. The command also runs in a mount namespace of 
 directories the uid could not traverse on the way to this interpreter (pyenv under /root) are
 masked, as the sandbox masks them (kernel/namespaces.py), so the unprivileged uid can run it.
 
-    python -m tests.modes user 3000123 -- python -m pytest tests/test_sandbox_attacks.py
+    python -m tests.modes user 3000123 -- python -m pytest tests/sandbox/test_sandbox_attacks.py
 """
 
 from __future__ import annotations

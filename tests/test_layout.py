@@ -299,3 +299,42 @@ def test_a_process_imports_only_what_runs_in_it(folder: str) -> None:
         or (folder == "apart" and not name.startswith(child.APART_ALLOWED_IMPORTS))
     ]
     assert not outside, outside
+
+
+#: The test folders: one per layer (or group of layers) of the package, lowest first, and
+#: ``real_code`` for real third-party code end to end. A test module lives in the folder of
+#: the lowest layer it is about; only this module stays at the top.
+TEST_FOLDERS = {
+    "protocol": ("protocol",),
+    "child": ("child",),
+    "sandbox": ("kernel", "sandbox"),
+    "results": ("results", "result"),
+    "integrity": ("integrity",),
+    "scoring": ("scoring", "warm"),
+    "plugin": ("plugin", "pluginmode"),
+    "fitness": ("fitness", "feedback"),
+    "judge": ("judge",),
+    "fanout": ("fanout", "workers"),
+    "faces": ("report", "leaderboard", "audit", "openevolve", "verifiers", "verl", "shinka",
+              "reward_shapes", "reward_service", "reward_file", "reward_store"),
+    "verify": ("verify",),
+    "cli": ("cli", "command_options", "task_dirs"),
+    "real_code": (),
+}  # fmt: skip
+TESTS_DIR = Path(__file__).resolve().parent
+
+
+def test_test_modules_live_in_the_folders_of_the_layers() -> None:
+    layer_names = {name for names in LAYERS for name in names}
+    for folder, units in TEST_FOLDERS.items():
+        assert set(units) <= layer_names, (folder, set(units) - layer_names)
+    top = [p.name for p in TESTS_DIR.glob("test_*.py") if p.name != Path(__file__).name]
+    # Folders with an __init__.py are the tests' packages; the others are data (corpora).
+    misplaced = top + [
+        str(path.relative_to(TESTS_DIR))
+        for path in TESTS_DIR.glob("*/test_*.py")
+        if (path.parent / "__init__.py").exists() and path.parent.name not in TEST_FOLDERS
+    ]
+    assert not misplaced, f"test modules outside the layers' folders: {misplaced}"
+    for folder in TEST_FOLDERS:
+        assert (TESTS_DIR / folder / "__init__.py").is_file(), folder

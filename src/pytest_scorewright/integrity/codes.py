@@ -13,7 +13,8 @@ Severities, strongest first (``SEVERITIES``):
   attempt the sandbox stops anyway). Recorded; never changes a score unless the policy is
   ``fail_closed``.
 
-docs/integrity.md shows this table; ``tests/test_integrity_codes.py`` keeps the two in step.
+docs/integrity.md shows this table; ``tests/integrity/test_integrity_codes.py`` keeps the two
+in step.
 """
 
 from __future__ import annotations

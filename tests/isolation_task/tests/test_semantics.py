@@ -144,7 +144,7 @@ def test_mock_patch_records_the_candidates_calls():
 
 
 def test_a_module_cannot_be_passed_to_the_candidate():
-    # Apart only (tests/test_isolation.py runs this suite with isolation="process"): in process
+    # Apart only (tests/sandbox/test_isolation.py runs this suite with isolation="process"): in process
     # the module would simply be passed.
     with pytest.raises(TypeError, match="cannot be passed to the candidate"):
         shapes.same(json)
