@@ -278,7 +278,7 @@ def test_operands_are_plain_data_or_named_never_asked_for_their_own_value() -> N
     assert _side(_Name("x")) == {"v": "x"}
     assert _side({(1, "a"): {2.5, None}}) == {"v": {"d": [[{"t": [1, "a"]}, {"s": [2.5, None]}]]}}
     assert _side(_Forged(0)) == {"np": f"{__name__}._Forged", "own": False}
-    here = str(Path(__file__).parents[1]) + "/"
+    here = str(Path(__file__).parent) + "/"
     assert _side(_Forged(0), candidate_dir=here) == {"np": f"{__name__}._Forged", "own": True}
     assert _side(unittest.mock.ANY)["np"] == "unittest.mock._ANY"
     assert _side(list(range(10_000))) == {"skip": "large"}

@@ -47,7 +47,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-TESTS = Path(__file__).parents[1] / "tests"
+TESTS = Path(__file__).parent / "tests"
 
 
 def evaluate(program_path):

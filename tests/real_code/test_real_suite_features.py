@@ -127,7 +127,7 @@ HYPOTHESIS_SUITE = {
         assert abs(mean(xs) * len(xs) - sum(xs)) < 1e-6
 
     # A database in the (read-only) tests directory: Hypothesis must cope, not fail.
-    @settings(database=DirectoryBasedExampleDatabase(Path(__file__).parents[1] / ".hypothesis"),
+    @settings(database=DirectoryBasedExampleDatabase(Path(__file__).parent / ".hypothesis"),
               deadline=2000)
     @given(st.integers(1, 100))
     def test_mean_of_repeats(n):
@@ -274,7 +274,7 @@ def test_data_files_next_to_the_tests_and_declared_fixture_plugins(tmp_path: Pat
 
             pytest_plugins = ["tests.fixtures"]
 
-            @pytest.fixture(params=sorted((Path(__file__).parents[1] / "data").glob("*.json")),
+            @pytest.fixture(params=sorted((Path(__file__).parent / "data").glob("*.json")),
                             ids=lambda p: p.stem)
             def case(request):
                 return json.loads(request.param.read_text())
