@@ -71,7 +71,7 @@ LAYERS = (
     ("judge",),
     ("fanout",),
     ("evaluator",),
-    ("workers", "command_options", "task_dirs", "reward_store"),
+    ("workers", "command_options", "task_dirs", "reward_store", "reward_scoring"),
     (
         "report",
         "leaderboard",
@@ -316,7 +316,8 @@ TEST_FOLDERS = {
     "judge": ("judge",),
     "fanout": ("fanout", "workers"),
     "faces": ("report", "leaderboard", "audit", "openevolve", "verifiers", "verl", "shinka",
-              "reward_shapes", "reward_service", "reward_file", "reward_store"),
+              "reward_shapes", "reward_service", "reward_file", "reward_store",
+              "reward_scoring"),
     "verify": ("verify",),
     "cli": ("cli", "command_options", "task_dirs"),
     "real_code": (),

@@ -25,7 +25,8 @@ request a killed server left unfinished is scored again when it starts. At most
 ``in_flight`` candidates are scored at once (by default the CPUs this process may use: each
 candidate's runs take about one) and up to ``queue`` more requests wait their turn, first come
 first served; a request beyond those is answered at once with ``429`` and ``Retry-After``; a
-batch's items wait for a slot. On SIGTERM the server stops
+batch's items wait for a slot. Past four at once they are scored in pipeline processes of
+the service's own, or on a Ray cluster's actors (reward_scoring.py). On SIGTERM the server stops
 taking requests and finishes those it has (``scorewright serve``).
 """
 
@@ -45,6 +46,8 @@ from typing import Any
 
 import pytest_scorewright.reward_shapes as shapes
 from pytest_scorewright.errors import ConfigError, InfrastructureError
+from pytest_scorewright.fanout.pipelines import JOBS_PER_PIPELINE
+from pytest_scorewright.reward_scoring import PipelineScoring, RayScoring, Scoring
 from pytest_scorewright.reward_store import Conflict, SqliteStore, Store, check_id, recorded
 from pytest_scorewright.task_dirs import FITNESS, TaskDirs, check_name, reward_answer
 from pytest_scorewright.verifiers import extract_code, judged
@@ -80,7 +83,7 @@ class RewardServer(ThreadingHTTPServer):
         in_flight: int,
         store: Store,
         queue: int | None = None,
-        ray: RayScoring | None = None,
+        elsewhere: Scoring | None = None,
     ) -> None:
         if token is None and not _loopback(address[0]):
             raise ConfigError(
@@ -91,7 +94,7 @@ class RewardServer(ThreadingHTTPServer):
         self.tasks = tasks
         self.token = token
         self.store = store
-        self.ray = ray
+        self.elsewhere = elsewhere
         self.metrics = Metrics()
         self.slots = Admission(in_flight, queue if queue is not None else default_queue(in_flight))
         self.pool = ThreadPoolExecutor(in_flight, thread_name_prefix="scorewright-batch")
@@ -118,7 +121,9 @@ class RewardServer(ThreadingHTTPServer):
             if not self.slots.acquire(wait=wait):
                 return None
             try:
-                answer = self.metrics.timed(lambda: score_one(self.tasks, task, source, self.ray))
+                answer = self.metrics.timed(
+                    lambda: score_one(self.tasks, task, source, self.elsewhere)
+                )
             finally:
                 self.slots.release()
             if answer["reward"] is not None:  # a failure of ours is scored again if asked
@@ -131,8 +136,8 @@ class RewardServer(ThreadingHTTPServer):
     def server_close(self) -> None:
         super().server_close()  # joins the request threads: every answer is sent
         self.pool.shutdown()
-        if self.ray is not None:
-            self.ray.close()
+        if self.elsewhere is not None:
+            self.elsewhere.close()
         self.store.close()
         self.tasks.close()
 
@@ -176,38 +181,15 @@ class Admission:
             self._cond.notify_all()
             return True
 
+    def state(self) -> tuple[int, int]:
+        """Candidates being scored, and requests waiting their turn, now."""
+        with self._cond:
+            return self._busy, self._next - self._served
+
     def release(self) -> None:
         with self._cond:
             self._busy -= 1
             self._cond.notify_all()
-
-
-class RayScoring:
-    """Scoring on a Ray pool (``scorewright serve --ray ADDRESS``): one scorer per task on
-    ``actors`` actors, each building the task's Evaluator once; a lost actor's candidate is
-    tried again on a restarted one (fanout/ray_scorer.py), and one never answered is a
-    failure of ours (``reward: null``), never a 0.0."""
-
-    def __init__(self, address: str | None, actors: int, cpus: float) -> None:
-        from pytest_scorewright.fanout.ray_actor import import_ray
-        from pytest_scorewright.fanout.ray_pool import RayExecutor
-
-        ray = import_ray()
-        if not ray.is_initialized():
-            ray.init(address=address, log_to_driver=False)
-        self.pool = RayExecutor(actors, num_cpus=cpus)
-        self._scorers: dict[str, Any] = {}
-        self._lock = threading.Lock()
-
-    def scorer(self, tasks: TaskDirs, task: str) -> Any:
-        with self._lock:
-            found = self._scorers.get(task)
-            if found is None:
-                found = self._scorers[task] = self.pool.scorer(tasks.evaluator(task))
-            return found
-
-    def close(self) -> None:
-        self.pool.shutdown(wait=False, cancel_futures=True)
 
 
 class Metrics:
@@ -264,13 +246,16 @@ def serve(
     queue: int | None = None,
     ray: str | None = None,
     ray_actors: int = 2,
+    pipelines: bool | None = None,
 ) -> RewardServer:
     """A server for the tasks in ``tasks_dir`` (not yet serving: call ``serve_forever``);
     ``in_flight``: candidates scored at once (default: the CPUs this process may use);
     ``queue``: requests waiting their turn beyond them (default :func:`default_queue`);
     ``store``: the SQLite file its answers are kept in (``:memory:``: this process's life);
     ``ray``: a Ray cluster's address (``auto``: the one this machine runs) to score on, with
-    ``ray_actors`` actors of one CPU (then ``in_flight`` defaults to as many)."""
+    ``ray_actors`` actors of one CPU (then ``in_flight`` defaults to as many);
+    ``pipelines``: score in pipeline processes rather than in this one (default: where
+    ``in_flight`` is more than one process keeps fed, fanout/pipelines.py)."""
     if not os.path.isdir(tasks_dir):
         raise ConfigError(f"tasks directory {tasks_dir!r} is not a directory")
     default = ray_actors if ray is not None else len(os.sched_getaffinity(0))
@@ -278,18 +263,22 @@ def serve(
     token = os.environ.get(TOKEN_ENV) or None
     if queue is not None and queue < 0:
         raise ConfigError(f"queue must be 0 or more, not {queue}")
-    remote = RayScoring(ray, ray_actors, 1.0) if ray is not None else None
+    elsewhere: Scoring | None = None
+    if ray is not None:
+        elsewhere = RayScoring(ray, ray_actors, 1.0)
+    elif pipelines if pipelines is not None else slots > JOBS_PER_PIPELINE:
+        elsewhere = PipelineScoring(slots)
     kept = SqliteStore(store)
-    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots, kept, queue, remote)
+    return RewardServer((host, port), TaskDirs(tasks_dir), token, slots, kept, queue, elsewhere)
 
 
 def score_one(
-    tasks: TaskDirs, task: str, source: str, ray: RayScoring | None = None
+    tasks: TaskDirs, task: str, source: str, elsewhere: Scoring | None = None
 ) -> dict[str, Any]:
     """One candidate's answer: the reward and the loop-safe numbers; ``reward: None`` with
-    the reason where it could not be scored for a reason of ours. On ``ray``'s actors where
-    given, else here."""
-    scorer = ray.scorer(tasks, task) if ray is not None else tasks.evaluator(task)
+    the reason where it could not be scored for a reason of ours. Scored ``elsewhere``
+    (Ray's actors, pipeline processes) where given, else in this process."""
+    scorer = elsewhere.scorer(tasks, task) if elsewhere is not None else tasks.evaluator(task)
     result = scorer.score_source(extract_code(source))
     try:
         _, score = judged(result, FITNESS)

@@ -130,6 +130,14 @@ SLOW = RIGHT + (
 )
 
 
+def _until(server: RewardServer, busy: int, waiting: int) -> None:
+    """Wait (a loaded machine may take its time) until the slots hold what the test needs."""
+    deadline = time.monotonic() + 60
+    while server.slots.state() != (busy, waiting):
+        assert time.monotonic() < deadline, server.slots.state()
+        time.sleep(0.02)
+
+
 def _in_background(base: str, body: bytes, into: list[tuple[int, Any]]) -> threading.Thread:
     worker = threading.Thread(target=lambda: into.append(_post(f"{base}/score", body)))
     worker.start()
@@ -139,10 +147,11 @@ def _in_background(base: str, body: bytes, into: list[tuple[int, Any]]) -> threa
 def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) -> None:
     # One slot and no queue: while a slow candidate is being scored, another request is not
     # queued behind it but told to come back.
-    for base in _running(serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=0)):
+    server = serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=0)
+    for base in _running(server):
         first: list[tuple[int, Any]] = []
         worker = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), first)
-        time.sleep(1.0)  # the slow one holds the slot by now
+        _until(server, busy=1, waiting=0)  # the slow one holds the slot
         request = urllib.request.Request(  # noqa: S310 - our server
             f"{base}/score",
             data=json.dumps({"task": "rle", "source": RIGHT}).encode(),
@@ -160,12 +169,13 @@ def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) ->
 def test_requests_beyond_the_slots_wait_their_turn_in_a_bounded_queue(tasks: Path) -> None:
     # One slot, a queue of one: the second request waits and is answered, the third is
     # turned away while both are taken.
-    for base in _running(serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=1)):
+    server = serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=1)
+    for base in _running(server):
         got: list[tuple[int, Any]] = []
         slow = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), got)
-        time.sleep(1.0)
+        _until(server, busy=1, waiting=0)
         queued = _in_background(base, json.dumps({"task": "rle", "source": RIGHT}).encode(), got)
-        time.sleep(0.5)
+        _until(server, busy=1, waiting=1)
         assert _score(base, task="rle", source=RIGHT + "\n# third\n")[0] == 429
         slow.join(timeout=120)
         queued.join(timeout=120)

@@ -277,6 +277,7 @@ def test_the_reward_service_scores_on_ray_and_a_killed_actor_loses_no_request(
     import threading
     import urllib.request
 
+    from pytest_scorewright.reward_scoring import RayScoring
     from pytest_scorewright.reward_service import score_one, serve
     from pytest_scorewright.task_dirs import TaskDirs
     from tests.conftest import quickstart_tasks, running
@@ -299,8 +300,8 @@ def test_the_reward_service_scores_on_ray_and_a_killed_actor_loses_no_request(
         local_dirs.close()
     with cluster.connected():
         server = serve(str(tasks), "127.0.0.1", 0, ray=cluster.address, ray_actors=1)
-        assert server.ray is not None
-        pool = server.ray.pool
+        assert isinstance(server.elsewhere, RayScoring)
+        pool = server.elsewhere.pool
         for url in running(server):
             assert post(url, {"task": "rle", "source": source}) == {
                 **local,

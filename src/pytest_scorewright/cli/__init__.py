@@ -214,6 +214,13 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(default: 64, or 4 x --in-flight if more)",
     )
     p.add_argument(
+        "--pipelines",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Score in pipeline processes, this one only relaying (default: when --in-flight "
+        "is more than 4, what one process keeps fed)",
+    )
+    p.add_argument(
         "--ray",
         metavar="ADDRESS",
         help="Score on a Ray cluster (auto: this machine's) instead of here (default: here)",

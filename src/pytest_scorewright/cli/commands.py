@@ -424,7 +424,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     server = serve(
         args.tasks, args.host, args.port, args.in_flight, args.store, args.queue,
-        ray=args.ray, ray_actors=args.ray_actors,
+        ray=args.ray, ray_actors=args.ray_actors, pipelines=args.pipelines,
     )  # fmt: skip
     where = f"http://{args.host}:{int(server.server_address[1])}"
     print(f"scorewright: serving {args.tasks} on {where} (POST /score)", file=sys.stderr)

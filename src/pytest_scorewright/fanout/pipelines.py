@@ -70,7 +70,7 @@ def receive(stream: IO[bytes]) -> Any:
     return pickle.loads(data)  # noqa: S301 - written by our own pipeline process
 
 
-class _Pipeline:
+class PipelineProcess:
     """One pipeline process, and the candidates it has in hand (index: path)."""
 
     def __init__(
@@ -79,6 +79,8 @@ class _Pipeline:
         self.number = number
         self.jobs = jobs
         self.in_hand: dict[int, Path] = {}
+        #: Its process ended, and no replacement could start.
+        self.ended = False
         env = dict(os.environ)
         # The caller's own import path: the pipeline must import this very package.
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
@@ -106,7 +108,7 @@ class _Pipeline:
         self.in_hand[index] = path
         send(self.stdin, (index, os.fspath(path)))
 
-    def read_into(self, results: queue.Queue[tuple[_Pipeline, int | None, str]]) -> None:
+    def read_into(self, results: queue.Queue[tuple[PipelineProcess, int | None, str]]) -> None:
         """Put each ``(pipeline, index, result JSON)`` in ``results``; ``(pipeline, None,
         why)`` once the process has ended."""
         why = "the scoring pipeline process ended"
@@ -143,14 +145,14 @@ class Pipelines:
 
     def __init__(self, settings: EvaluatorSettings, learned: Learned, sizes: Sequence[int]) -> None:
         self._settings, self._learned = settings, learned
-        self._all: list[_Pipeline] = []
+        self._all: list[PipelineProcess] = []
         self._lock = threading.Lock()  # one batch at a time
         #: What every pipeline's reader thread puts: ``(pipeline, index, result JSON)``, or
         #: ``(pipeline, None, why)`` once its process has ended.
-        self.results: queue.Queue[tuple[_Pipeline, int | None, str]] = queue.Queue()
+        self.results: queue.Queue[tuple[PipelineProcess, int | None, str]] = queue.Queue()
         try:
             for number, jobs in enumerate(sizes):
-                self._all.append(_Pipeline(number, settings, learned, jobs))
+                self._all.append(PipelineProcess(number, settings, learned, jobs))
             for pipeline in self._all:
                 pipeline.ready()
                 self._start_reader(pipeline)
@@ -162,7 +164,7 @@ class Pipelines:
     def closed(self) -> bool:
         return not self._all
 
-    def _start_reader(self, pipeline: _Pipeline) -> None:
+    def _start_reader(self, pipeline: PipelineProcess) -> None:
         threading.Thread(
             target=pipeline.read_into, args=(self.results,), daemon=True, name="scorewright-pipe"
         ).start()
@@ -178,9 +180,9 @@ class Pipelines:
         with self._lock:
             yield from _Batch(self, paths, unscored).run()
 
-    def _replace(self, dead: _Pipeline) -> _Pipeline:
+    def _replace(self, dead: PipelineProcess) -> PipelineProcess:
         """A new pipeline where ``dead`` was (its process ended under it)."""
-        fresh = _Pipeline(dead.number, self._settings, self._learned, dead.jobs)
+        fresh = PipelineProcess(dead.number, self._settings, self._learned, dead.jobs)
         try:
             fresh.ready()
         except BaseException:
@@ -189,6 +191,18 @@ class Pipelines:
         self._all[dead.number] = fresh
         self._start_reader(fresh)
         return fresh
+
+    def alive(self) -> list[PipelineProcess]:
+        """The pipelines whose processes are running (or not yet known to have ended)."""
+        return [p for p in self._all if not p.ended]
+
+    def replace(self, dead: PipelineProcess) -> None:
+        """``dead``'s process ended: a new one in its place, or none (``ended``) where it
+        cannot start; ``dead``'s candidates in hand are the caller's to give out again."""
+        dead.in_hand.clear()
+        dead.ended = True
+        with contextlib.suppress(OSError, InfrastructureError):
+            self._replace(dead)
 
     def close(self) -> None:
         for pipeline in self._all:
@@ -246,7 +260,7 @@ class _Batch:
             with contextlib.suppress(OSError):  # if it died, its reader says so
                 pipeline.give(index, path)
 
-    def _lost(self, pipeline: _Pipeline, why: str) -> Iterator[tuple[int, ScoreResult]]:
+    def _lost(self, pipeline: PipelineProcess, why: str) -> Iterator[tuple[int, ScoreResult]]:
         """A pipeline's process ended: what it had in hand is given out again, once (no
         candidate can end it: each runs in a sandbox of its warm parent's); then answered
         as not scored, with why."""
