@@ -397,6 +397,8 @@ class Checked:
     plain: str
     disagreements: list[str]
     score_s: float
+    #: The integrity layer's reason codes (honest code, pristine or an honest bug: none).
+    flags: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
 
 
@@ -451,7 +453,10 @@ def check_library(
             plain=summary,
             disagreements=disagreements,
             score_s=round(at, 2),
+            flags=sorted({r.code for r in result.integrity.reasons}),
         )
+        if result.integrity.flagged:
+            row.problems.append(f"flagged: {', '.join(row.flags)}")
         if not result.ok:
             row.problems.append(f"not a full measurement: {result.error}")
         if len(disagreements) > tolerance:
