@@ -286,11 +286,14 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     # not yet gathered the threads other tests leave (warm parents' readers, servers): a
     # fork of a multi-threaded process can die in the child (twice in CI: "no tests were
     # collected").
+    # Then by module name, not folder: the order the workers share the long modules in
+    # stays the one measured before tests moved into folders (CI's time depends on it).
     items.sort(
         key=lambda item: (
             item.path.name in _AFTER_EVERYTHING,
             item.path.name not in _COLD_FIRST,
             item.path.name not in _LONGEST_FIRST,
+            item.path.name,
         )
     )
 
