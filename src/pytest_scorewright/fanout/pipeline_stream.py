@@ -25,6 +25,11 @@ from pytest_scorewright.scoring.candidates import content_key, source_file
 from pytest_scorewright.scoring.prepared import Learned
 from pytest_scorewright.scoring.settings import EvaluatorSettings
 
+#: Content keys remembered (the pipeline that scored each): a service runs for weeks, so the
+#: oldest are forgotten past this many (a repeat of one then goes to the least busy pipeline,
+#: and is scored again there: a cost, 64 bytes a key otherwise kept for ever).
+HOMES_KEPT = 65_536
+
 
 class PipelineStream:
     """Score one candidate per call, from any thread, on pipelines of ``sizes``.
@@ -101,7 +106,10 @@ class PipelineStream:
         found = [p for p in alive if p.number == number]
         pipeline = found[0] if found else min(alive, key=lambda p: len(p.in_hand) / p.jobs)
         if key is not None:
+            self._home.pop(key, None)  # to the end: the oldest first out
             self._home[key] = pipeline.number
+            if len(self._home) > HOMES_KEPT:
+                del self._home[next(iter(self._home))]
         with contextlib.suppress(OSError):  # if it died, its reader says so
             pipeline.give(index, path)
 
