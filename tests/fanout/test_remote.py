@@ -35,7 +35,7 @@ from pytest_scorewright.fanout.suite_bundle import pack_suite
 from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.sandbox.workspace import MAX_BYTES
 from pytest_scorewright.scoring.settings import EvaluatorSettings
-from tests.conftest import sandbox_processes
+from tests.conftest import ON_THE_CLOCK, sandbox_processes
 from tests.dask_cluster import Cluster, hiding_works
 
 CORPUS = Path(__file__).resolve().parents[1] / "corpus" / "numbers"
@@ -76,12 +76,6 @@ def _candidates(task: Path, *names: str) -> list[Path]:
     return [task / "candidates" / name for name in names]
 
 
-#: Evidence read off the wall clock, which a loaded machine moves: the same candidate may show
-#: it in one place and not in another (once in CI: a conftest-gaming candidate, rejected in
-#: both, showed `timing_mismatch` in a pipeline only).
-_ON_THE_CLOCK = frozenset({"timing_mismatch", "benchmark_noisy"})
-
-
 def _essence(result: ScoreResult) -> dict[str, Any]:
     """What scoring the same candidate must give wherever it runs (timings aside)."""
     return {
@@ -91,9 +85,7 @@ def _essence(result: ScoreResult) -> dict[str, Any]:
         "tests": sorted((t.nodeid, t.outcome, t.heldout) for t in result.tests),
         "signals": {s.name: s.value for s in result.signals if s.unit != "s"},
         "flagged": result.integrity.flagged,
-        "reasons": sorted(
-            r.code for r in result.integrity.reasons if r.code not in _ON_THE_CLOCK
-        ),
+        "reasons": sorted(r.code for r in result.integrity.reasons if r.code not in ON_THE_CLOCK),
         "candidate": result.extra.get("candidate"),
     }
 
