@@ -55,13 +55,23 @@ def test_wrong_or_deferred_timed_answers_are_rejected(evaluator: Evaluator, name
 
 @pytest.mark.parametrize("name", ["memo", "import_table"])
 def test_answers_cached_for_the_same_arguments_earn_no_speedup(
-    evaluator: Evaluator, name: str
+    evaluator: Evaluator, name: str, tmp_path: Path
 ) -> None:
     result = evaluator.score(CANDIDATES / f"{name}.py")
     assert result.signal("pass_rate") == 1.0  # right answers: nothing to reject
     speedup = result.signal("speedup")
     assert speedup is not None
-    assert speedup <= MOST_FOR_GAMING, result.to_json()
+    # A control scored in the same minutes: the reference's own code (new content, so not
+    # answered from the cache). Once, in CI beside the rest of the suite, a load swing read
+    # the cache 1.80x and would have read the control about as fast; the bound is relative
+    # to what the control reads then (a cache that works reads 4-40x: far above either).
+    control = tmp_path / "solution.py"
+    control.write_text(
+        (CANDIDATES / "honest_reference.py").read_text(encoding="utf-8") + "\n# control\n",
+        encoding="utf-8",
+    )
+    noise = evaluator.score(control).signal("speedup") or 1.0
+    assert speedup <= MOST_FOR_GAMING * max(1.0, noise), (noise, result.to_json())
 
 
 def test_a_right_program_slow_to_import_keeps_its_tests_and_earns_no_speed(
