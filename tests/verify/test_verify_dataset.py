@@ -169,6 +169,8 @@ def test_each_instance_runs_in_its_base_venv_built_once_and_reused(
         done = _cli("--dataset", str(data), "--repos", str(repos), "--out", str(out),
                     "--venv-cache", str(cache), "-j", "2")  # fmt: skip
         assert done.returncode == 0, done.stderr
+        # One header, the caller's: the process in the venv does not say it again.
+        assert done.stderr.count("instance(s), ") == 1, done.stderr
         said = done.stdout.split("scorewright: summary ", 1)[1]
         return [json.loads(t) for t in out.read_text().splitlines()], json.loads(said)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -19,6 +20,7 @@ from pytest_scorewright.verify.dataset import (
     summary,
 )
 from pytest_scorewright.verify.dataset_envs import environment_summary, run_in_environments
+from pytest_scorewright.verify.environment import INSIDE
 
 
 def add_dataset_options(p: argparse.ArgumentParser) -> None:
@@ -67,7 +69,8 @@ def cmd_dataset(args: argparse.Namespace, venvs: Path | None = None) -> int:
     predictions = read_predictions(args.predictions or "gold", instances)
     out = Path(args.out)
     todo = pending(instances, out, resume=args.resume)
-    print(f"scorewright: {len(instances)} instance(s), {len(todo)} to verify", file=sys.stderr)
+    if INSIDE not in os.environ:  # in an environment's venv the caller has said it already
+        print(f"scorewright: {len(instances)} instance(s), {len(todo)} to verify", file=sys.stderr)
     repos = Path(args.repos) if args.repos else None
     if venvs is not None:
         run_in_environments(
