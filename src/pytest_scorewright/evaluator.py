@@ -126,6 +126,8 @@ class Evaluator(EvaluatorFacts):
     @classmethod
     def from_settings(cls, settings: EvaluatorSettings, *, judge: Judge | None = None) -> Evaluator:
         """The Evaluator of another's :attr:`settings` (as a pipeline or a worker builds it)."""
+        if not isinstance(settings, EvaluatorSettings):
+            raise ConfigError(f"from_settings takes an Evaluator's settings, not {settings!r:.80}")
         return cls(settings.tests, judge=judge, **settings.arguments())
 
     def prepare(self) -> Evaluator:
@@ -220,8 +222,7 @@ class Evaluator(EvaluatorFacts):
             return repeated.measured(lambda: self.score(candidate, **options), k)
 
     def score_source(self, code: str, **options: Any) -> ScoreResult:
-        """Score program text (an RL environment's completion) as ``<module>.py``; ``options``
-        as for :meth:`score`."""
+        """Score program text (an RL completion) as ``<module>.py``; options as :meth:`score`."""
         with source_file(code, self.module) as path:
             return self.score(path, **options)
 

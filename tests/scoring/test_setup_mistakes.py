@@ -154,6 +154,8 @@ def test_the_frozen_settings_travel_and_build_the_same_evaluator(tmp_path: Path)
     assert moved.limits == settings.limits
     assert moved.objectives == settings.objectives
     assert not Evaluator(tests, objectives={"size": lambda value: 1.0}).settings.portable
+    with pytest.raises(ConfigError, match=r"^from_settings takes an Evaluator's settings, not "):
+        Evaluator.from_settings(settings.arguments())  # type: ignore[arg-type]
 
 
 def test_infrastructure_error_is_public() -> None:

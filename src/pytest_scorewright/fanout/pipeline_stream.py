@@ -125,7 +125,11 @@ class PipelineStream:
                 pipeline.in_hand.pop(index, None)
                 waiting = self._waiting.pop(index, None)
             if waiting is not None:
-                waiting[0].set_result(ScoreResult.from_json(text))
+                future, path = waiting
+                try:
+                    future.set_result(ScoreResult.from_json(text))
+                except Exception as exc:  # a bug of ours: this request's, not the router's end
+                    future.set_result(self._unscored(path, exc))
 
     def _lost(self, pipeline: PipelineProcess, why: str) -> None:
         """A pipeline's process ended: its candidates go again, once, on its replacement."""

@@ -114,11 +114,6 @@ class ObjectiveSet:
     def __bool__(self) -> bool:
         return bool(self.objectives)
 
-    @property
-    def portable(self) -> bool:
-        """Every objective is a PATH:FUNCTION, which another process can load again."""
-        return all(isinstance(o.source, str) for o in self.objectives.values())
-
     def score(
         self, submitted: Sequence[Submitted], records: Sequence[TestRecord]
     ) -> tuple[list[Signal], list[ObjectiveResult]]:
