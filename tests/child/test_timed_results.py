@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_scorewright.evaluator import Evaluator
-from pytest_scorewright.result import Benchmark
+from pytest_scorewright.result import Benchmark, ScoreResult
 from pytest_scorewright.results.measure import credited_median, lower_median
 
 pytestmark = pytest.mark.sandbox  # every test here forks real sandboxes
@@ -27,6 +27,8 @@ CANDIDATES = TASK / "candidates"
 #: reference scored against itself reads 0.7-1.3, so the bound leaves room for that noise
 #: (uncaught, a cache read 4-40x).
 MOST_FOR_GAMING = 1.6
+#: How far one honest measurement may read above another of the same code beside the suite.
+NOISE_BAND = 2.5
 
 
 @pytest.fixture(scope="module")
@@ -61,17 +63,30 @@ def test_answers_cached_for_the_same_arguments_earn_no_speedup(
     assert result.signal("pass_rate") == 1.0  # right answers: nothing to reject
     speedup = result.signal("speedup")
     assert speedup is not None
-    # A control scored in the same minutes: the reference's own code (new content, so not
-    # answered from the cache). Once, in CI beside the rest of the suite, a load swing read
-    # the cache 1.80x and would have read the control about as fast; the bound is relative
-    # to what the control reads then (a cache that works reads 4-40x: far above either).
+    # What it is credited is an honest program's figure: a control scored in the same
+    # minutes (the reference's own code, new content, so not answered from the cache) sets
+    # the band. Beside the rest of the suite under -n 2 one 15-round measurement of the same
+    # code has read anywhere from 0.67 to 1.84 (the cache once 1.65-1.84 while the control
+    # read 0.90 minutes later, both on the fresh-argument test the cache cannot serve), so
+    # the band is NOISE_BAND wide; a cache credited reads 4-40x, above it.
     control = tmp_path / "solution.py"
     control.write_text(
         (CANDIDATES / "honest_reference.py").read_text(encoding="utf-8") + "\n# control\n",
         encoding="utf-8",
     )
-    noise = evaluator.score(control).signal("speedup") or 1.0
-    assert speedup <= MOST_FOR_GAMING * max(1.0, noise), (noise, result.to_json())
+    honest = evaluator.score(control)
+    # The cache really served the fixed-argument rounds (the control's take ~1 ms, the
+    # cache's a few microseconds): uncaught, this candidate would read tens of times faster.
+    assert _fixed_median(honest) > 20 * _fixed_median(result), result.to_json()
+    noise = honest.signal("speedup") or 1.0
+    assert speedup <= NOISE_BAND * max(1.0, noise), (noise, result.to_json())
+
+
+def _fixed_median(result: ScoreResult) -> float:
+    """The median round of the benchmark with the same arguments every round."""
+    fixed = next(t for t in result.tests if t.nodeid.endswith("::test_speed"))
+    assert fixed.benchmark is not None, result.to_json()
+    return fixed.benchmark.median_s
 
 
 def test_a_right_program_slow_to_import_keeps_its_tests_and_earns_no_speed(
