@@ -114,6 +114,9 @@ def main() -> int:
     parser.add_argument("--in-flight", type=int, default=len(os.sched_getaffinity(0)))
     parser.add_argument("--queue", type=int, default=None, help="serve's --queue")
     parser.add_argument(
+        "--server", choices=("embedded", "uvicorn"), default="embedded", help="serve's --server"
+    )
+    parser.add_argument(
         "--distinct", action="store_true", help="every request a program of its own (no cache)"
     )
     args = parser.parse_args()
@@ -127,6 +130,7 @@ def main() -> int:
         proc = subprocess.Popen(
             [sys.executable, "-m", "pytest_scorewright.cli", "serve", "--tasks", str(tasks),
              "--port", "0", "--store", str(store), "--in-flight", str(args.in_flight),
+             "--server", args.server,
              *(["--queue", str(args.queue)] if args.queue is not None else [])],
             stderr=subprocess.PIPE, text=True, start_new_session=True,
         )  # fmt: skip
@@ -177,6 +181,7 @@ def _report(
     p99 = latencies[max(0, int(len(latencies) * 0.99) - 1)]
     print(
         f"requests {args.requests}, clients {args.clients}, in flight {args.in_flight}, "
+        f"server {args.server}, "
         f"{'each a program of its own' if args.distinct else 'six programs (the cache serves)'}"
     )
     print(f"answered {len(out)}, lost {len(lost)}, statuses {statuses}")

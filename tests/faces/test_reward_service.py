@@ -1,5 +1,7 @@
 """``scorewright serve`` (pytest_scorewright/reward_service.py): a real HTTP server on the
-loopback, a real client (urllib), the quickstart task scored in real sandboxes."""
+loopback, a real client (urllib), the quickstart task scored in real sandboxes. Each test
+runs on both servers that can carry the service (the embedded one and uvicorn's): their
+answers are the same, status for status and byte for byte."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.reward_service import MAX_BODY, TOKEN_ENV, RewardServer, serve
+from pytest_scorewright.reward_service import MAX_BODY, SERVERS, TOKEN_ENV, Server, serve
 from tests.conftest import quickstart_tasks, running
 
 pytestmark = pytest.mark.sandbox
@@ -29,13 +31,19 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return quickstart_tasks(tmp_path_factory.mktemp("tasks"))
 
 
-def _running(server: RewardServer) -> Iterator[str]:
+def _running(server: Server) -> Iterator[str]:
     yield from running(server)
 
 
+@pytest.fixture(scope="module", params=SERVERS)
+def kind(request: pytest.FixtureRequest) -> str:
+    """The server carrying the service."""
+    return str(request.param)
+
+
 @pytest.fixture(scope="module")
-def url(tasks: Path) -> Iterator[str]:
-    yield from _running(serve(str(tasks), "127.0.0.1", 0))
+def url(tasks: Path, kind: str) -> Iterator[str]:
+    yield from _running(serve(str(tasks), "127.0.0.1", 0, server=kind))
 
 
 def _post(url: str, body: bytes, headers: dict[str, str] | None = None) -> tuple[int, Any]:
@@ -109,13 +117,13 @@ def test_bad_requests_get_a_status_and_one_line(
 
 
 def test_a_token_is_required_and_beyond_the_loopback_one_must_be_set(
-    tasks: Path, monkeypatch: pytest.MonkeyPatch
+    tasks: Path, kind: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv(TOKEN_ENV, raising=False)
     with pytest.raises(ConfigError, match=f"beyond the loopback needs a token: set {TOKEN_ENV}"):
-        serve(str(tasks), "0.0.0.0", 0)  # noqa: S104 - refused, which is the point
+        serve(str(tasks), "0.0.0.0", 0, server=kind)  # noqa: S104 - refused, the point
     monkeypatch.setenv(TOKEN_ENV, "s3cret")
-    for base in _running(serve(str(tasks), "127.0.0.1", 0)):
+    for base in _running(serve(str(tasks), "127.0.0.1", 0, server=kind)):
         body = json.dumps({"task": "rle", "source": RIGHT}).encode()
         assert _post(f"{base}/score", body)[0] == 401
         assert _post(f"{base}/score", body, {"Authorization": "Bearer wrong"})[0] == 401
@@ -130,11 +138,11 @@ SLOW = RIGHT + (
 )
 
 
-def _until(server: RewardServer, busy: int, waiting: int) -> None:
+def _until(server: Server, busy: int, waiting: int) -> None:
     """Wait (a loaded machine may take its time) until the slots hold what the test needs."""
     deadline = time.monotonic() + 60
-    while server.slots.state() != (busy, waiting):
-        assert time.monotonic() < deadline, server.slots.state()
+    while server.service.slots.state() != (busy, waiting):
+        assert time.monotonic() < deadline, server.service.slots.state()
         time.sleep(0.02)
 
 
@@ -144,10 +152,10 @@ def _in_background(base: str, body: bytes, into: list[tuple[int, Any]]) -> threa
     return worker
 
 
-def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) -> None:
+def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path, kind: str) -> None:
     # One slot and no queue: while a slow candidate is being scored, another request is not
     # queued behind it but told to come back.
-    server = serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=0)
+    server = serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=0, server=kind)
     for base in _running(server):
         first: list[tuple[int, Any]] = []
         worker = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), first)
@@ -166,10 +174,12 @@ def test_a_request_beyond_the_slots_is_answered_at_once_with_429(tasks: Path) ->
         assert _score(base, task="rle", source=RIGHT)[1]["verdict"] == "passed"  # slot freed
 
 
-def test_requests_beyond_the_slots_wait_their_turn_in_a_bounded_queue(tasks: Path) -> None:
+def test_requests_beyond_the_slots_wait_their_turn_in_a_bounded_queue(
+    tasks: Path, kind: str
+) -> None:
     # One slot, a queue of one: the second request waits and is answered, the third is
     # turned away while both are taken.
-    server = serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=1)
+    server = serve(str(tasks), "127.0.0.1", 0, in_flight=1, queue=1, server=kind)
     for base in _running(server):
         got: list[tuple[int, Any]] = []
         slow = _in_background(base, json.dumps({"task": "rle", "source": SLOW}).encode(), got)

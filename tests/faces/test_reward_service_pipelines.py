@@ -62,7 +62,7 @@ def test_the_service_scores_in_pipelines_as_in_its_own_process_and_loses_nothing
 ) -> None:
     tasks = quickstart_tasks(tmp_path)
     in_process = serve(str(tasks), "127.0.0.1", 0, in_flight=2, pipelines=False)
-    assert in_process.elsewhere is None
+    assert in_process.service.elsewhere is None
     for url in running(in_process):
         expected = {name: _score(url, source) for name, source in SOURCES.items()}
         slow = {name: _score(url, source + SLOW) for name, source in SOURCES.items()}
@@ -71,16 +71,16 @@ def test_the_service_scores_in_pipelines_as_in_its_own_process_and_loses_nothing
 
     # Past four at once the service relays to pipelines by default (two here: 3 + 2).
     server = serve(str(tasks), "127.0.0.1", 0, in_flight=5)
-    scoring = server.elsewhere
+    scoring = server.service.elsewhere
     assert isinstance(scoring, PipelineScoring)
     assert scoring.sizes == [3, 2]
     for url in running(server):
         assert _all_at_once(url) == expected
-        pids = scoring.scorer(server.tasks, "rle").pids
+        pids = scoring.scorer(server.service.tasks, "rle").pids
         assert len(pids) == 2
         # A pipeline killed with candidates in hand: they go again on its replacement.
         assert _all_at_once(url, kill=pids, tag=SLOW) == slow
-        stream = scoring.scorer(server.tasks, "rle")
+        stream = scoring.scorer(server.service.tasks, "rle")
         assert stream.given_again >= 1  # the kill found candidates in hand
         assert pids[0] not in stream.pids
         assert len(stream.pids) == 2

@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.reward_service import serve
+from pytest_scorewright.reward_service import SERVERS, serve
 from tests.conftest import quickstart_tasks, running
 
 pytestmark = pytest.mark.sandbox
@@ -37,9 +37,10 @@ def tasks(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return quickstart_tasks(tmp_path_factory.mktemp("tasks"))
 
 
-@pytest.fixture(scope="module")
-def url(tasks: Path) -> Iterator[str]:
-    yield from running(serve(str(tasks), "127.0.0.1", 0))
+@pytest.fixture(scope="module", params=SERVERS)
+def url(tasks: Path, request: pytest.FixtureRequest) -> Iterator[str]:
+    """The service on each server that can carry it (the embedded one, uvicorn's)."""
+    yield from running(serve(str(tasks), "127.0.0.1", 0, server=request.param))
 
 
 def _post(url: str, body: Any, timeout: float = 120) -> tuple[int, Any]:
@@ -135,11 +136,11 @@ def test_batch_reward_keeps_the_order_and_metrics_count_what_was_served(url: str
     assert (status, answer["error"]) == (400, "a batch holds 1 to 256 items, not 0")
 
 
-def _serving(tasks: Path, store: Path) -> tuple[subprocess.Popen[str], str]:
+def _serving(tasks: Path, store: Path, kind: str = "embedded") -> tuple[subprocess.Popen[str], str]:
     """``scorewright serve`` as a process of its own, and its URL."""
     proc = subprocess.Popen(
         [sys.executable, "-m", "pytest_scorewright.cli", "serve", "--tasks", str(tasks),
-         "--port", "0", "--store", str(store)],
+         "--port", "0", "--store", str(store), "--server", kind],
         stderr=subprocess.PIPE, text=True, start_new_session=True,
     )  # fmt: skip
     assert proc.stderr is not None
@@ -189,8 +190,11 @@ def test_a_killed_server_scores_its_unfinished_request_again_when_restarted(
 
 
 @pytest.mark.slow
-def test_sigterm_drains_the_requests_under_way_and_exits(tasks: Path, tmp_path: Path) -> None:
-    proc, url = _serving(tasks, tmp_path / "serve.sqlite")
+@pytest.mark.parametrize("kind", SERVERS)
+def test_sigterm_drains_the_requests_under_way_and_exits(
+    tasks: Path, tmp_path: Path, kind: str
+) -> None:
+    proc, url = _serving(tasks, tmp_path / "serve.sqlite", kind)
     got: list[tuple[int, Any]] = []
     asking = _in_background(f"{url}/score", {"task": "rle", "source": SLOW}, got)
     time.sleep(1.5)

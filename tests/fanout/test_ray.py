@@ -300,8 +300,8 @@ def test_the_reward_service_scores_on_ray_and_a_killed_actor_loses_no_request(
         local_dirs.close()
     with cluster.connected():
         server = serve(str(tasks), "127.0.0.1", 0, ray=cluster.address, ray_actors=1)
-        assert isinstance(server.elsewhere, RayScoring)
-        pool = server.elsewhere.pool
+        assert isinstance(server.service.elsewhere, RayScoring)
+        pool = server.service.elsewhere.pool
         for url in running(server):
             assert post(url, {"task": "rle", "source": source}) == {
                 **local,

@@ -214,6 +214,13 @@ def _add_serve(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         "(default: 64, or 4 x --in-flight if more)",
     )
     p.add_argument(
+        "--server",
+        choices=("embedded", "uvicorn"),
+        default="embedded",
+        help="What carries the requests: the standard library's server (embedded, the "
+        "default) or uvicorn, an ASGI server (pip install 'pytest-scorewright[asgi]')",
+    )
+    p.add_argument(
         "--pipelines",
         action=argparse.BooleanOptionalAction,
         default=None,

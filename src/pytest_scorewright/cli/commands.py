@@ -424,10 +424,11 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
     server = serve(
         args.tasks, args.host, args.port, args.in_flight, args.store, args.queue,
-        ray=args.ray, ray_actors=args.ray_actors, pipelines=args.pipelines,
+        ray=args.ray, ray_actors=args.ray_actors, pipelines=args.pipelines, server=args.server,
     )  # fmt: skip
     where = f"http://{args.host}:{int(server.server_address[1])}"
-    print(f"scorewright: serving {args.tasks} on {where} (POST /score)", file=sys.stderr)
+    on = f" ({args.server})" if args.server != "embedded" else ""
+    print(f"scorewright: serving {args.tasks} on {where}{on} (POST /score)", file=sys.stderr)
 
     def drain(signum: int, frame: object) -> None:
         # serve_forever returns once shutdown() is seen; shutdown() waits for that, so it
