@@ -279,7 +279,7 @@ def _kill_the_caller_mid_run(
         readable = [
             p
             for p in work.rglob("*")
-            if "tests" in p.relative_to(work).parts and p.stat().st_mode & 0o004
+            if "tests" in p.relative_to(work).parts and _others_read(p, work)
         ]
         assert readable == [], readable
     if group:
@@ -412,3 +412,18 @@ def test_work_dirs_of_a_caller_killed_with_every_cleaner_go_with_the_next_evalua
             assert mine.root.exists()  # its owner (this process) is alive
     finally:
         mine.remove()
+
+
+def _others_read(path: Path, top: Path) -> bool:
+    """Whether a user who is neither owner nor in the group could read ``path``: its own
+    mode lets others read it and every directory below ``top`` on the way lets them pass. A
+    run's work dir is made 0700 and given to the run's group before anything in it is opened
+    up, so a copy with o+r inside it is read by nobody else whatever its own bits (under load
+    this check once caught copies in that moment, the work dir still closed)."""
+    try:
+        if not path.stat().st_mode & 0o004:
+            return False
+        on_the_way = [d for d in path.parents if top in d.parents]
+        return all(d.stat().st_mode & 0o001 for d in on_the_way)
+    except FileNotFoundError:  # removed under the check: nobody reads it any more
+        return False
