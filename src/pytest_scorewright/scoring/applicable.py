@@ -93,7 +93,7 @@ class ReferenceOutcomes:
                 else:
                     failing.append(record)
         baseline_failures = sum(
-            r.outcome not in INAPPLICABLE and not _flaky(r) for r in excluded.values()
+            r.outcome not in INAPPLICABLE and not is_flaky(r) for r in excluded.values()
         )
         return cls(excluded, failing, baseline_failures, frozenset(passed))
 
@@ -103,7 +103,7 @@ class ReferenceOutcomes:
 
     def _apply(self, record: TestRecord) -> TestRecord:
         reference = self.excluded[record.nodeid]
-        verb = "is flaky in" if _flaky(reference) else _verb(reference.outcome)
+        verb = "is flaky in" if is_flaky(reference) else _verb(reference.outcome)
         why = f"the reference {verb} it"
         first = (reference.message or "").strip().splitlines()
         if first:  # its first line only, so that this run's outcome stays in view
@@ -120,7 +120,8 @@ class ReferenceOutcomes:
         )
 
 
-def _flaky(reference: TestRecord) -> bool:
+def is_flaky(reference: TestRecord) -> bool:
+    """Whether the reference's own runs of this test disagreed (it was set aside as flaky)."""
     return (reference.message or "").startswith(FLAKY)
 
 

@@ -265,7 +265,8 @@ def _task(instance: Instance, repos: Path | None, tmp: Path) -> RepoTask:
 def _judged(instance: Instance, verifier: Verifier, patch: str | None, validate: int) -> Line:
     gold = [verifier.verify(patch=instance.gold.encode()) for _ in range(validate)]
     empty = [verifier.verify(patch=b"") for _ in range(validate)]
-    quarantined = _flipping(gold)
+    # Flipping across the gold runs, or flaky in the base's own runs (Verifier.quarantined).
+    quarantined = sorted({*_flipping(gold), *verifier.quarantined})
     line = Line(
         instance.instance_id,
         "unresolved",
@@ -284,6 +285,7 @@ def _judged(instance: Instance, verifier: Verifier, patch: str | None, validate:
         line.status, line.why = "unresolved", "no prediction for this instance"
         return line
     verdict = verifier.verify(patch=patch.encode())
+    line.quarantined = sorted({*quarantined, *verifier.quarantined})  # prepared by now
     line.resolved = _resolved(verdict, quarantined)
     line.status = "resolved" if line.resolved else "unresolved"
     line.why = None if line.resolved else verdict.why

@@ -38,6 +38,9 @@ class Verdict:
     outcomes: Mapping[str, str] = field(default_factory=dict)
     #: What the runs took of the base's pytest configuration (BaseConfig.to_dict()).
     base_config: Mapping[str, Any] = field(default_factory=dict)
+    #: Listed tests flaky at the base (Verifier.quarantined): their outcomes are in
+    #: ``outcomes``, and they are in neither ``fail_to_pass`` nor ``pass_to_pass``.
+    quarantined: Sequence[str] = ()
 
     @classmethod
     def judge(
@@ -50,13 +53,17 @@ class Verdict:
         run_ids: Mapping[str, str],
         changes: Changes,
         base_config: Mapping[str, Any] | None = None,
+        quarantined: Sequence[str] = (),
     ) -> Verdict:
-        """``run_ids``: task id -> the Evaluator's node id."""
+        """``run_ids``: task id -> the Evaluator's node id; ``quarantined``: listed tests that
+        decide nothing (flaky at the base)."""
         records = {t.nodeid: t for t in result.tests}
         outcomes = {}
         for task_id in (*fail_to_pass, *pass_to_pass):
             record = records.get(run_ids[task_id])
             outcomes[task_id] = record.outcome if record else "not_run"
+        fail_to_pass = [t for t in fail_to_pass if t not in quarantined]
+        pass_to_pass = [t for t in pass_to_pass if t not in quarantined]
         passed = {
             task_id
             for task_id in outcomes
@@ -73,7 +80,19 @@ class Verdict:
         else:
             why = _failing("fail-to-pass", f2p, outcomes) or _failing("pass-to-pass", p2p, outcomes)
         config = dict(base_config or {})
-        return cls(instance_id, True, why is None, f2p, p2p, why, changes, result, outcomes, config)
+        return cls(
+            instance_id,
+            True,
+            why is None,
+            f2p,
+            p2p,
+            why,
+            changes,
+            result,
+            outcomes,
+            config,
+            tuple(quarantined),
+        )
 
     @classmethod
     def not_applied(
@@ -126,6 +145,7 @@ class Verdict:
             "resolved": self.resolved,
             "why": self.why,
             "outcomes": dict(self.outcomes),
+            "quarantined": list(self.quarantined),
             "integrity": [
                 {"code": r.code, "severity": r.severity, "detail": r.detail} for r in reasons
             ],

@@ -21,9 +21,14 @@ import pytest_scorewright.verify.checkout as workspace
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits
+from pytest_scorewright.scoring.applicable import is_flaky
 from pytest_scorewright.verify.infra import changes
 from pytest_scorewright.verify.task import RUN_TESTS, RepoTask, run_id
 from pytest_scorewright.verify.task_verdict import Verdict
+
+#: More runs of the base before a listed test it does not hold is called a mistake of the
+#: task's lists (one that then holds is flaky: quarantined).
+BASE_RERUNS = 2
 
 
 class InvalidTask(ConfigError):
@@ -61,6 +66,8 @@ class Verifier:
         #: The base's pytest configuration: what runs get of it and what they do not.
         self.config = baseconfig.BaseConfig()
         self.run_ids: dict[str, str] = {}
+        #: Listed tests flaky at the base: reported in each verdict, never deciding it.
+        self.quarantined: tuple[str, ...] = ()
 
     @property
     def base(self) -> Path:
@@ -168,20 +175,60 @@ class Verifier:
         excluded = found.excluded if found is not None else {}
         passing = found.measured_passed if found is not None else frozenset()
         # Every listed test is measured (never excluded for failing at the base): what is
-        # excluded was skipped, xfailed or flaky there, and cannot decide a verdict.
-        wrong = [f"{t} ({excluded[n].outcome})" for t, n in self.run_ids.items() if n in excluded]
-        wrong += [f"{t} (passed)" for t in self.task.fail_to_pass if self.run_ids[t] in passing]
-        wrong += [
-            f"{t} (not passed)"
+        # excluded was skipped, xfailed or flaky there, and cannot decide a verdict. A flaky
+        # one is quarantined (listed in every verdict, not counted: SWE-smith's gold patches
+        # that fail now and then); a skipped or xfailed one is a mistake of the lists.
+        excluded_ids = {t for t, n in self.run_ids.items() if n in excluded}
+        flaky = [t for t, n in self.run_ids.items() if n in excluded and is_flaky(excluded[n])]
+        wrong = {
+            t: f"{t} ({excluded[n].outcome})"
+            for t, n in self.run_ids.items()
+            if n in excluded and t not in flaky
+        }
+        wrong |= {t: f"{t} (passed)" for t in self.task.fail_to_pass if self.run_ids[t] in passing}
+        wrong |= {
+            t: f"{t} (not passed)"
             for t in self.task.pass_to_pass
             if self.run_ids[t] not in passing and self.run_ids[t] not in excluded
-        ]
-        if wrong:
+        }
+        # Before the lists are called wrong, the base is run again: a test that then goes
+        # the way its list says is flaky, not a mistake of the task's.
+        flaky += self._flipping_at_base(evaluator, [t for t in wrong if t not in excluded_ids])
+        self.quarantined = tuple(t for t in self.run_ids if t in flaky)
+        refused = [said for test, said in wrong.items() if test not in flaky]
+        if refused:
             raise InvalidTask(
                 "the task's lists do not hold at the base (fail-to-pass tests must fail there, "
-                f"pass-to-pass tests pass): {', '.join(wrong)}; fix the lists, or give the "
+                f"pass-to-pass tests pass): {', '.join(refused)}; fix the lists, or give the "
                 "tests what they need on this machine"
             )
+        if all(t in self.quarantined for t in self.task.fail_to_pass):
+            raise InvalidTask(
+                "every fail-to-pass test is flaky at the base "
+                f"({', '.join(self.task.fail_to_pass)}): nothing is left to decide a verdict; "
+                "fix the tests or the lists"
+            )
+
+    def _flipping_at_base(self, evaluator: Evaluator, suspects: list[str]) -> list[str]:
+        """Of ``suspects`` (listed tests the base's first run did not hold), those that go
+        the way their list says in one of :data:`BASE_RERUNS` more runs of the base."""
+        flipped: list[str] = []
+        for attempt in range(BASE_RERUNS if suspects else 0):
+            again = self._root / f"base-again-{attempt}"
+            workspace.copy_tree(self.base, again)
+            shutil.rmtree(again / self.tests_dir, ignore_errors=True)
+            try:
+                records = {t.nodeid: t for t in evaluator.score(again).tests}
+            finally:
+                shutil.rmtree(again, ignore_errors=True)
+            for test in suspects:
+                record = records.get(self.run_ids[test])
+                should_pass = test in self.task.pass_to_pass
+                if record is not None and record.passed == should_pass and test not in flipped:
+                    flipped.append(test)
+            if len(flipped) == len(suspects):
+                break
+        return flipped
 
     def verify(
         self,
@@ -222,6 +269,7 @@ class Verifier:
                 run_ids=self.run_ids,
                 changes=changed,
                 base_config=self.config.to_dict(),
+                quarantined=self.quarantined,
             )
         finally:
             shutil.rmtree(candidate, ignore_errors=True)
