@@ -1,9 +1,8 @@
 """The evaluator: score an untrusted candidate with a trusted test suite, in a sandbox.
 
 The Evaluator is the trusted parent. It never imports candidate code; it learns the expected
-test ids from a trusted collection on first use, runs each candidate's visible tests and
-held-out tests in separate sandboxed children, and decides every outcome itself. Its
-machinery is in ``scoring/``: the settings, the runs, the reference, the assembly.
+test ids from a trusted collection on first use, runs each candidate's visible and held-out
+tests in separate sandboxed children, and decides every outcome itself (``scoring/``).
 """
 
 from __future__ import annotations
@@ -94,6 +93,7 @@ class Evaluator(EvaluatorFacts):
         dedupe: bool = True,
         coverage: bool = False,
         objectives: Mapping[str, ObjectiveSpec] | None = None,
+        sandbox: str = "namespaces",
         judge: Judge | None = None,
         **unknown: NoReturn,
     ) -> None:

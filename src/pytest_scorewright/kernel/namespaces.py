@@ -236,6 +236,16 @@ def _private_dev() -> None:
     _remount_read_only(dev)
 
 
+def apart_in_gvisor(isolate_network: bool) -> None:
+    """Inside gVisor (sandbox/gvisor.py): this process and what it starts get IPC and UTS
+    namespaces of their own and (``isolate_network``) a network namespace whose only
+    interface is a loopback of their own (gVisor brings it up itself, and has no
+    SIOCSIFFLAGS to do it). No mount namespace: this gVisor's are not apart (a mount made in
+    one shows in every other), so a run mounts nothing."""
+    flags = linux.CLONE_NEWIPC | linux.CLONE_NEWUTS
+    linux.unshare(flags | (linux.CLONE_NEWNET if isolate_network else 0))
+
+
 def _loopback_up() -> None:
     # A fresh network namespace has "lo" down; up, it lets tests use servers they start
     # themselves, while nothing outside the namespace is reachable.

@@ -145,6 +145,10 @@ class SandboxSpec:
     #: the command line's wall limit, no CPU limit); child/test_process/test_clock.py.
     test_limits: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
     test_limit: tuple[float, float | None] | None = None
+    #: Inside gVisor (sandbox/gvisor.py): S gives the run its own network, IPC, UTS and mount
+    #: namespaces (a loopback, /tmp and /dev/shm of its own), and is no child subreaper (this
+    #: gVisor lets only its first process be one): the run's uid is swept instead.
+    gvisor: bool = False
 
 
 def spec_to_wire(spec: SandboxSpec) -> dict[str, Any]:
@@ -203,6 +207,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         round_key=data.get("round_key", ""),
         test_limits={k: (v[0], v[1]) for k, v in data.get("test_limits", {}).items()},
         test_limit=_limit_pair(data.get("test_limit")),
+        gvisor=data.get("gvisor", False),
     )
 
 

@@ -23,7 +23,11 @@ GUARANTEES: Mapping[str, str] = {
     "filesystem": "a run reads only the system, the interpreter and its work dir, and writes "
     "only its candidate dir and private home",
     "parent_unreachable": "a run can neither signal nor trace the trusted processes",
+    "kernel": "a run's system calls reach gVisor's user-space kernel, never the host's",
 }
+#: Asked for by ``require_isolation=True``: every guarantee of the process sandbox. The
+#: kernel boundary only where named (only sandbox='gvisor' gives it).
+PROCESS_SANDBOX = tuple(name for name in GUARANTEES if name != "kernel")
 
 
 @dataclass(frozen=True)
@@ -42,6 +46,10 @@ class Facts:
     #: from moving itself out.
     cgroup: bool = False
     cgroup_pids: bool = False
+    #: Inside the Evaluator's gVisor sandbox (sandbox/gvisor.py): a network namespace of the
+    #: run's own in a sandbox with no network, and the sandbox's own view of files, in which
+    #: /tmp and /dev/shm are empty and read-only.
+    gvisor: bool = False
 
 
 def assess(facts: Facts) -> dict[str, str | None]:
@@ -68,13 +76,13 @@ def assess(facts: Facts) -> dict[str, str | None]:
     )
     found["network"] = (
         None
-        if f.namespaces or f.network_allowed
+        if f.namespaces or f.network_allowed or f.gvisor
         else f"{no_ns}: "
         + ("TCP denied by Landlock, UDP not" if f.landlock_abi >= 4 else "nothing denied")
     )
     found["host_sockets"] = (
         f"{no_ns}: the host's socket files are reachable by path"
-        if not f.namespaces
+        if not f.namespaces and not f.gvisor
         else "the network is allowed (no network namespace) and Landlock has no abstract "
         "socket scope here (ABI < 6): the host's abstract unix sockets are reachable"
         if f.network_allowed and not scoped
@@ -82,7 +90,7 @@ def assess(facts: Facts) -> dict[str, str | None]:
     )
     found["filesystem"] = (
         None
-        if f.landlock_abi >= 1 or (f.namespaces and f.own_uid)
+        if f.landlock_abi >= 1 or ((f.namespaces or f.gvisor) and f.own_uid)
         else f"{no_ns} and no Landlock"
         if not f.namespaces
         else "no Landlock, and the caller's uid (with its supplementary groups) may write "
@@ -93,15 +101,20 @@ def assess(facts: Facts) -> dict[str, str | None]:
         if f.namespaces or f.own_uid or scoped
         else f"{no_ns}, the caller's uid and no Landlock signal scope (ABI < 6)"
     )
+    found["kernel"] = (
+        None
+        if f.gvisor
+        else "the host's kernel serves every system call (sandbox='gvisor' puts gVisor's between)"
+    )
     if f.network_allowed:
         found["network"] = None  # asked for: not a guarantee this run was to give
     return found
 
 
 def required(spec: bool | Sequence[str]) -> tuple[str, ...]:
-    """The names ``require_isolation`` asks for: all of them for ``True``."""
+    """The names ``require_isolation`` asks for: the process sandbox's for ``True``."""
     if spec is True:
-        return tuple(GUARANTEES)
+        return PROCESS_SANDBOX
     if spec is False:
         return ()
     if isinstance(spec, str):
@@ -130,5 +143,9 @@ def record(found: Mapping[str, str | None]) -> dict[str, Any]:
     """``limits.sandbox``'s ``guarantees`` (held, by name) and ``not_held`` (name: why)."""
     return {
         "guarantees": sorted(name for name, why in found.items() if why is None),
-        "not_held": {name: why for name, why in found.items() if why is not None},
+        # The kernel boundary is the gVisor backend's addition, not a guarantee of the
+        # process sandbox gone missing: listed where it holds, never as not held.
+        "not_held": {
+            name: why for name, why in found.items() if why is not None and name != "kernel"
+        },
     }

@@ -90,9 +90,12 @@ def run_sandboxed(
         finally:
             give_back(spec.hand_over)  # PID 1 is reaped: nothing of the run writes now
     else:
-        if disposable:
-            # Orphans of S come here if S itself dies (say, a candidate kills it where no
-            # Landlock signal scope stops that): this process ends them before it answers.
+        # Orphans of S come here if S itself dies (say, a candidate kills it where no
+        # Landlock signal scope stops that): this process ends them before it answers. Not
+        # inside gVisor, which lets only its first process be a subreaper (warm/gvisor_init.py
+        # reaps them there; the run's own uid is swept).
+        subreaper = disposable and not spec.gvisor
+        if subreaper:
             linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         ctl_r, ctl_w = _pipe()
         cgroup = _run_cgroup(spec) if spec.cgroup else None  # planned only without namespaces
@@ -102,7 +105,7 @@ def run_sandboxed(
         for fd in (msg_w, out_w, ctl_w):
             os.close(fd)
         outcome = RunWatch(
-            spec, pid, start, msg_r, out_r, ctl_r, None, stop_r, subreaper=disposable
+            spec, pid, start, msg_r, out_r, ctl_r, None, stop_r, subreaper=subreaper
         ).run()
         if cgroup is not None:
             _end_cgroup(cgroup, outcome)

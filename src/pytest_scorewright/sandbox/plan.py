@@ -97,6 +97,9 @@ class RunSettings:
     coverage: bool = False
     #: The key of fresh-argument rounds' seeds (protocol/wire.py ``SandboxSpec``).
     round_key: str = ""
+    #: Every run inside the Evaluator's gVisor sandbox (sandbox/gvisor.py), whose view of
+    #: files lets each run's uid reach the interpreter.
+    gvisor: bool = False
 
     @property
     def ini_text(self) -> str:
@@ -128,7 +131,7 @@ class RunPlanner:
     ) -> None:
         self.settings = settings
         # Derived once: the interpreter's directories, and what must be unmasked for them.
-        python_dirs = _python_paths()
+        python_dirs = python_paths()
         self._masks = tuple(masks_for(python_dirs))
         self._python_readable = tuple(
             p for p in python_dirs if not any(_overlaps(Path(p), t) for t in trusted)
@@ -137,7 +140,7 @@ class RunPlanner:
         # Root without namespaces can still run as a uid of its own where that uid can reach
         # the interpreter and the work dirs without masks (a container's /usr/local Python).
         base = str(settings.workdir or tempfile.gettempdir())
-        self._uid_without_namespaces = not self._masks and _traversable(base)
+        self._uid_without_namespaces = settings.gvisor or (not self._masks and _traversable(base))
         # Not root: a uid of each run's own from the caller's subordinate ids (subids.py).
         features = settings.features
         self._subordinate = (
@@ -241,6 +244,7 @@ class RunPlanner:
             hand_over=tuple(map(str, _own_dirs(workspace))) if self._subordinate else (),
             cgroup=self._cgroup,
             why_no_namespaces="" if s.use_namespaces else self._why_no_namespaces(),
+            gvisor=s.gvisor,
             work_root=str(ws.root) if s.use_namespaces else "",
             work_writable=(
                 (str(ws.home), str(ws.chome), str(ws.shared), str(ws.candidate))
@@ -400,6 +404,7 @@ class RunPlanner:
             why_not_namespaces=None if s.use_namespaces else self._why_no_namespaces(),
             cgroup=self._cgroup,
             cgroup_pids=self._cgroup and bool(s.features.cgroup and s.features.cgroup.pids),
+            gvisor=s.gvisor,
         )
 
     def pytest_config_record(self, how: str | None, tests: Path) -> str:
@@ -562,7 +567,7 @@ def _traversable(path: str) -> bool:
     return True
 
 
-def _python_paths() -> list[str]:
+def python_paths() -> list[str]:
     paths = {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}
     paths.update(p for p in sys.path if p and os.path.isabs(p))
     return sorted(p for p in paths if os.path.exists(p))

@@ -170,6 +170,8 @@ def limits_record(
         net = "allowed (--allow-network)"
     elif mode == "namespaces":
         net = "isolated (network namespace: loopback only)"
+    elif mode == "gvisor":
+        net = "isolated (gVisor with no network; a network namespace of its own: loopback only)"
     elif applied.get("landlock_tcp"):
         net = "TCP denied by Landlock; UDP and unix sockets not isolated"
     else:
@@ -183,6 +185,7 @@ def limits_record(
         why_not_namespaces=observed.isolation.get("why"),
         cgroup=bool(observed.isolation.get("cgroup")),
         cgroup_pids=bool(observed.isolation.get("cgroup_pids")),
+        gvisor=mode == "gvisor",
     )
     left = max(
         int(o.isolation.get("left") or o.isolation.get("left_by_supervisor") or 0)
@@ -204,10 +207,22 @@ def limits_record(
             "pytest_config": pytest_config,
             "isolation": isolation[0],
             "isolation_why": isolation[1],
+            **({"candidate_sees_tests": SEES_TESTS} if _apart_in_gvisor(mode, isolation) else {}),
             **guarantees.record(guarantees.assess(facts)),
             **({"processes_left": left} if left else {}),
         },
     }
+
+
+#: What a candidate apart can read in gVisor that it cannot under the namespace backend.
+SEES_TESTS = (
+    "its own run's copies of the tests: this gVisor has no mount namespace of a process's "
+    "own and no Landlock to hide them (a read is evidence: reads_tests)"
+)
+
+
+def _apart_in_gvisor(mode: str, isolation: tuple[str, str]) -> bool:
+    return mode == "gvisor" and isolation[0] == "process"
 
 
 def infrastructure_result(

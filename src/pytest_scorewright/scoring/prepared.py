@@ -15,6 +15,8 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES
 from pytest_scorewright.sandbox import guarantees, host, leftovers
+from pytest_scorewright.sandbox.gvisor import GvisorSandbox
+from pytest_scorewright.sandbox.gvisor import features as gvisor_features
 from pytest_scorewright.sandbox.plan import RunPlanner
 from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
 from pytest_scorewright.scoring import reference as references
@@ -148,19 +150,23 @@ def prepare(
     suites = dirs.suites
     # Work dirs a dead caller left when every cleaner died with it (sandbox/leftovers.py).
     leftovers.sweep(Path(settings.workdir) if settings.workdir else None)
-    features = host.probe()
+    gvisor = gvisor_sandbox(settings, dirs) if settings.sandbox == "gvisor" else None
+    features = gvisor_features() if gvisor is not None else host.probe()
     use_namespaces = settings.namespaces and features.namespaces_unavailable is None
     # Every run is forked by the warm parent, a clean single-threaded process; warm=False
     # forks from this process instead (which must then be single-threaded).
     warm = None
-    if settings.warm:
+    if gvisor is not None:
+        warm = WarmParent(settings.preload, wrapper=gvisor)
+    elif settings.warm:
         warm = take_prestarted(settings.preload) or WarmParent(settings.preload)
     # A new key for every Evaluator that learns; one that adopts takes the learner's.
     round_key = learned.round_key if learned is not None else secrets.token_hex(16)
+    run_settings = settings.run_settings(features, use_namespaces=use_namespaces)
+    if gvisor is not None:  # the work dirs in the base it shares with the host
+        run_settings = dataclasses.replace(run_settings, workdir=gvisor.workdir, gvisor=True)
     planner = RunPlanner(
-        dataclasses.replace(
-            settings.run_settings(features, use_namespaces=use_namespaces), round_key=round_key
-        ),
+        dataclasses.replace(run_settings, round_key=round_key),
         suites=suites,
         trusted=[*suites, *([dirs.reference] if dirs.reference else [])],
         warm=warm is not None,
@@ -184,6 +190,13 @@ def prepare(
         reference=learned.reference,
         limits=learned.limits,
     )
+
+
+def gvisor_sandbox(settings: EvaluatorSettings, dirs: Dirs) -> GvisorSandbox:
+    """The Evaluator's gVisor sandbox, not yet started: its view hides the suites and the
+    reference (a one-line ConfigError where gVisor cannot be used here)."""
+    trusted = [*dirs.suites, *([dirs.reference] if dirs.reference else [])]
+    return GvisorSandbox(trusted, settings.workdir)
 
 
 def _learn(

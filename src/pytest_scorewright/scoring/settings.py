@@ -24,6 +24,9 @@ from pytest_scorewright.scoring.reference import ISOLATIONS, Isolation
 #: A path as callers give it.
 PathLike = str | os.PathLike[str]
 #: The options that are True or False.
+#: The sandbox backends (docs/sandbox.md): Linux namespaces, Landlock and rlimits around each
+#: run; or all that can be had of them inside one gVisor sandbox (sandbox/gvisor.py).
+SANDBOXES = ("namespaces", "gvisor")
 _BOOLS = (
     "network", "fail_closed", "warn_only", "namespaces", "warm", "reference_baseline",
     "dedupe", "coverage",
@@ -96,6 +99,10 @@ class EvaluatorSettings:
       :class:`~pytest_scorewright.Objective`; each scores the values tests submit under its
       name, in the parent (docs/objectives.md). Kept as :class:`Objective` values; only
       those given as ``PATH:FUNCTION`` can travel to another process (:attr:`portable`).
+    - ``sandbox``: ``namespaces`` (default) or ``gvisor``: every run inside one gVisor
+      sandbox of this Evaluator's, whose kernel its system calls reach instead of the host's
+      (sandbox/gvisor.py; root and gVisor's ``runsc`` needed; docs/sandbox.md says what each
+      backend guarantees).
     """
 
     tests: str
@@ -123,6 +130,7 @@ class EvaluatorSettings:
     dedupe: bool = True
     coverage: bool = False
     objectives: Mapping[str, Objective] = dataclasses.field(default_factory=dict)
+    sandbox: str = "namespaces"
 
     @classmethod
     def of(
@@ -169,6 +177,11 @@ class EvaluatorSettings:
                 f"{os.fspath(tests)}: they would run as visible ones, and their failures reach "
                 "the LLM; give --tests a directory that holds only the visible tests"
             )
+        sandbox = flags.get("sandbox", "namespaces")
+        if sandbox not in SANDBOXES:
+            raise ConfigError(f"sandbox {sandbox!r} is not one of {', '.join(SANDBOXES)}")
+        if sandbox == "gvisor" and flags.get("warm") is False:
+            raise ConfigError("sandbox='gvisor' runs every run through the warm parent; drop warm")
         if flags.get("reference_baseline") and reference is None:
             raise ConfigError("reference_baseline needs a reference; pass reference= as well")
         return cls(

@@ -14,9 +14,9 @@ import os
 import subprocess
 import sys
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.protocol import wire
@@ -41,6 +41,15 @@ UNLIMITED = 1 << 62
 # -- the caller's side --------------------------------------------------------------------
 
 
+class Wrapper(Protocol):
+    """What starts the warm parent inside another sandbox (sandbox/gvisor.py)."""
+
+    def command(self, inner: Sequence[str], env: Mapping[str, str]) -> list[str]:
+        """The command that runs the warm parent with arguments ``inner``, in ``env``."""
+
+    def close(self) -> None: ...
+
+
 class WarmParent:
     """A handle on the warm process; ``submit(spec)`` is thread-safe and returns a future.
 
@@ -55,13 +64,14 @@ class WarmParent:
         warm.close()
     """
 
-    def __init__(self, preload: Sequence[str] = ()) -> None:
+    def __init__(self, preload: Sequence[str] = (), wrapper: Wrapper | None = None) -> None:
         self._preload = tuple(preload)
+        self._wrapper = wrapper
         self._lock = threading.Lock()
         self._next = 0
         #: How many times the warm process was started again after it died.
         self.restarts = 0
-        self._server = _Server(self._preload)
+        self._server = _Server(self._preload, wrapper)
 
     @property
     def _proc(self) -> subprocess.Popen[bytes]:
@@ -81,7 +91,7 @@ class WarmParent:
             for attempt in range(2):
                 if attempt or self._server.proc.poll() is not None:
                     self._server.retire()
-                    self._server = _Server(self._preload)
+                    self._server = _Server(self._preload, self._wrapper)
                     self.restarts += 1
                 try:
                     self._server.send(self._next, future, frame)
@@ -102,22 +112,30 @@ class WarmParent:
     def close(self) -> None:
         with self._lock:
             self._server.retire()
+            if self._wrapper is not None:
+                self._wrapper.close()
 
 
 class _Server:
     """One warm process, the runs sent to it, and the thread that reads its answers."""
 
-    def __init__(self, preload: Sequence[str]) -> None:
+    def __init__(self, preload: Sequence[str], wrapper: Wrapper | None = None) -> None:
         env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
         env["PYTHONDONTWRITEBYTECODE"] = "1"
         env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
-        env.update(owner_env())  # it watches this process, not only the pipe
+        command = [sys.executable, "-m", "pytest_scorewright.warm.server", *preload]
+        if wrapper is not None:
+            # Inside its own PID namespace no pid of ours is visible: the requests pipe
+            # ending is how it learns this process is gone.
+            command = wrapper.command(list(preload), env)
+        else:
+            env.update(owner_env())  # it watches this process, not only the pipe
         # A session of its own: a SIGKILL of the caller's process group (a job scheduler, a
         # container stop, kill -9 -PGID) must leave it alive to end the runs and remove their
         # work dirs, which it does when this process is gone (warm/server.py).
         self.proc = subprocess.Popen(  # noqa: S603 - our interpreter, our module, no shell
-            [sys.executable, "-m", "pytest_scorewright.warm.server", *preload],
+            command,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,

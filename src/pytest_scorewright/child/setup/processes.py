@@ -18,7 +18,13 @@ from pytest_scorewright.child.setup.confine import confine_worker, reset_process
 from pytest_scorewright.child.setup.spawner import run_worker
 from pytest_scorewright.child.test_process.runner import run_pytest
 from pytest_scorewright.kernel import linux
-from pytest_scorewright.kernel.namespaces import give_back, hand_over, setup_as_init, try_unshare
+from pytest_scorewright.kernel.namespaces import (
+    apart_in_gvisor,
+    give_back,
+    hand_over,
+    setup_as_init,
+    try_unshare,
+)
 from pytest_scorewright.kernel.reaper import end_descendants
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
@@ -102,7 +108,12 @@ def supervisor_child(
             send(ctl_w, {"type": wire.CTL, "namespace_empty": True})
             give_back(spec.hand_over)
             os._exit(_passed_up(status))
-        linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
+        if spec.gvisor:
+            # No subreaper here (gVisor allows only its first process): the run's uid, its
+            # own, is swept at its end (sandbox/deadline.py), which finds every orphan.
+            apart_in_gvisor(spec.isolate_network)
+        else:
+            linux.prctl(linux.PR_SET_CHILD_SUBREAPER, 1)
         in_cgroup = cgroup is not None and _enter_cgroup(cgroup)
 
         def start(spawner: int | None) -> NoReturn:
@@ -115,7 +126,7 @@ def supervisor_child(
                 ctl_w,
                 {
                     "type": wire.CTL,
-                    "mode": "subreaper",
+                    "mode": "gvisor" if spec.gvisor else "subreaper",
                     "worker_pid": worker,
                     "why": why,
                     "in_cgroup": in_cgroup,

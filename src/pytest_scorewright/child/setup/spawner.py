@@ -236,7 +236,8 @@ def _candidate_process(spec: SandboxSpec, sock: socket.socket, stack: int) -> No
         os.closerange(keep[1] + 1, 1 << 20)
         # Where it is when a test times out in a call to it (the spawner asks: ``w``).
         faulthandler.register(signal.SIGUSR2, file=stack, all_threads=True, chain=False)
-        _hide(spec.hide)
+        if not spec.gvisor:  # there a mount would show in every process of the sandbox
+            _hide(spec.hide)
         confine_worker(plan)
         from pytest_scorewright.child.apart.candidate import start
 
