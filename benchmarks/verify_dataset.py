@@ -3,6 +3,11 @@ of candidate as a predictions file, each verified with gold and empty validation
 venvs of the bases' requirements (built on the first pass, reused on the second).
 
     python -m benchmarks.verify_dataset [--validate 2] [--jobs 2] [--kind gold --kind wrong]
+        [--first-five] [--validate-all]
+
+The dataset is benchmarks/verify_tasks.py's DATASET: 23 real instances from 8 repositories
+(``--first-five``: the five the test suite uses). The gold and empty validation runs are made
+in the first pass (``--validate-all``: in every pass).
 
 Prints, per kind, how many instances were resolved; per instance, its seconds; and each
 pass's environment figures (built or reused, build seconds, hit rate). Exit 1 when a kind
@@ -19,15 +24,23 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.verify_tasks import KINDS, TASKS, build, instance_line, patches
+from benchmarks.verify_tasks import (
+    DATASET,
+    KINDS,
+    TASKS,
+    RealTask,
+    build,
+    instance_line,
+    patches,
+)
 
 
-def _dataset(root: Path) -> dict[str, Path]:
+def _dataset(root: Path, tasks: tuple[RealTask, ...]) -> dict[str, Path]:
     repos = root / "repos"
     repos.mkdir()
     lines: list[dict[str, object]] = []
     kinds: dict[str, dict[str, dict[str, str]]] = {}
-    for task in TASKS:
+    for task in tasks:
         built = build(task, repos)
         lines.append(instance_line(built))
         for kind, patch in patches(built).items():
@@ -40,11 +53,11 @@ def _dataset(root: Path) -> dict[str, Path]:
     return files
 
 
-def _run(root: Path, predictions: Path, out: Path, args: argparse.Namespace) -> dict[str, Any]:
+def _run(root: Path, predictions: Path, out: Path, jobs: int, validate: int) -> dict[str, Any]:
     command = [sys.executable, "-m", "pytest_scorewright.cli", "verify"]
     command += ["--dataset", str(root / "dataset.jsonl"), "--repos", str(root / "repos")]
-    command += ["--predictions", str(predictions), "--out", str(out), "-j", str(args.jobs)]
-    command += ["--validate", str(args.validate), "--venv-cache", str(root / "venvs")]
+    command += ["--predictions", str(predictions), "--out", str(out), "-j", str(jobs)]
+    command += ["--validate", str(validate), "--venv-cache", str(root / "venvs")]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     summary: dict[str, Any] = json.loads(done.stdout.split("scorewright: summary ", 1)[1])
     return summary
@@ -55,14 +68,23 @@ def main() -> int:
     parser.add_argument("--validate", type=int, default=2)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--kind", action="append", choices=KINDS)
+    parser.add_argument(
+        "--first-five", action="store_true", help="only the five tasks the test suite uses"
+    )
+    parser.add_argument(
+        "--validate-all",
+        action="store_true",
+        help="validate in every pass (default: in the first only; the same instances)",
+    )
     args = parser.parse_args()
     wrong = 0
     with tempfile.TemporaryDirectory(prefix="verify-dataset-") as tmp:
         root = Path(tmp)
-        files = _dataset(root)
+        files = _dataset(root, TASKS if args.first_five else DATASET)
         for number, kind in enumerate(args.kind or sorted(files)):
             out = root / f"{kind}.jsonl"
-            summary = _run(root, files[kind], out, args)
+            validate = args.validate if number == 0 or args.validate_all else 0
+            summary = _run(root, files[kind], out, args.jobs, validate)
             lines = [json.loads(text) for text in out.read_text().splitlines()]
             times = ", ".join(f"{e['seconds']:.1f}" for e in lines)
             print(

@@ -139,6 +139,351 @@ TASKS = (
 )
 
 
+#: Eighteen more, from click, tomlkit, attrs, idna, more-itertools and boltons, each checked
+#: the same way (fail-to-pass failing on the base with the test patch, everything passing
+#: with the gold patch three times in a row, the wrong fix caught): with TASKS, the dataset
+#: of benchmarks/verify_dataset.py (23 instances, 8 repositories). Not in the test suite's
+#: parametrisations (tests/verify/ use TASKS): the benchmark is where they are verified.
+MORE_TASKS = (
+    # click 8.1.8 (#2500): a default of "" was not shown in an option's help ([default: ""]).
+    RealTask(
+        "click-show-default-empty-string",
+        "click",
+        "8.1.7",
+        "8.1.8",
+        "src/click/core.py",
+        "Option.get_help_record",
+        "tests/test_options.py",
+        ("tests/test_options.py::test_show_default_with_empty_string",),
+        (
+            "tests/test_options.py::test_show_default_string",
+            "tests/test_options.py::test_do_not_show_no_default",
+        ),
+        ("default_string = '\"\"'", "default_string = \"''\""),
+    ),
+    # click 8.1.8 (#2697): the error for an invalid click.Path (a directory) displayed on
+    # several lines when the name held a newline; the name is now shown with repr().
+    RealTask(
+        "click-path-directory-error-repr",
+        "click",
+        "8.1.7",
+        "8.1.8",
+        "src/click/types.py",
+        "Path.convert",
+        "tests/test_types.py",
+        ("tests/test_types.py::test_invalid_path_with_esc_sequence",),
+        (
+            "tests/test_types.py::test_file_error_surrogates",
+            "tests/test_types.py::test_path_resolve_symlink",
+        ),
+        ("{name} {filename!r} is a directory.", '{name} "{filename}" is a directory.'),
+    ),
+    # click 8.1.4 (#2368): a docstring that is empty before the \f truncation marker still
+    # printed empty help lines.
+    RealTask(
+        "click-help-text-formfeed-empty",
+        "click",
+        "8.1.3",
+        "8.1.4",
+        "src/click/core.py",
+        "Command.format_help_text",
+        "tests/test_formatting.py",
+        ("tests/test_formatting.py::test_truncating_docstring_no_help",),
+        (
+            "tests/test_formatting.py::test_truncating_docstring",
+            "tests/test_formatting.py::test_removing_multiline_marker",
+        ),
+        (
+            'text = inspect.cleandoc(self.help).partition("\\f")[0]',
+            'text = self.help.partition("\\f")[0]',
+        ),
+    ),
+    # click 8.1.4 (#2246, #2292, #2295): multiple=True was refused for flag options, and
+    # their default was not an empty tuple.
+    RealTask(
+        "click-multiple-flag-default",
+        "click",
+        "8.1.3",
+        "8.1.4",
+        "src/click/core.py",
+        "Option.__init__",
+        "tests/test_defaults.py",
+        ("tests/test_defaults.py::test_multiple_flag_default",),
+        (
+            "tests/test_defaults.py::test_basic_defaults",
+            "tests/test_defaults.py::test_multiple_defaults",
+        ),
+        (
+            "if multiple:\n                self.default = ()",
+            "if multiple and not self.secondary_opts:\n                self.default = ()",
+        ),
+    ),
+    # click 8.1.4 (#2415): echo() failed when no standard streams are attached (pythonw).
+    RealTask(
+        "click-echo-no-streams",
+        "click",
+        "8.1.3",
+        "8.1.4",
+        "src/click/utils.py",
+        "echo",
+        "tests/test_utils.py",
+        ("tests/test_utils.py::test_echo_no_streams",),
+        (
+            "tests/test_utils.py::test_echo",
+            "tests/test_utils.py::test_echo_custom_file",
+        ),
+        (
+            "if file is None:\n            return",
+            "if file is None and not err:\n            return",
+        ),
+    ),
+    # tomlkit 0.13.1 (#374, #377): Table.is_super_table() was wrong for a table whose only
+    # child is a dotted key, and for tables with several table children.
+    RealTask(
+        "tomlkit-is-super-table",
+        "tomlkit",
+        "0.13.0",
+        "0.13.1",
+        "tomlkit/items.py",
+        "Table.is_super_table",
+        "tests/test_items.py",
+        (
+            "tests/test_items.py::test_serialize_table_with_dotted_key",
+            "tests/test_items.py::test_not_showing_parent_header_for_super_table",
+        ),
+        (
+            "tests/test_items.py::test_no_extra_minus_sign",
+            "tests/test_items.py::test_table_copy",
+        ),
+        ("or real_key.is_dotted()", "or False"),
+    ),
+    # more-itertools 10.0.0: iterate() did not stop when its func raised StopIteration
+    # (the exception escaped the generator as a RuntimeError).
+    RealTask(
+        "more-itertools-iterate-stopiteration",
+        "more-itertools",
+        "9.1.0",
+        "10.0.0",
+        "more_itertools/more.py",
+        "iterate",
+        "tests/test_more.py",
+        ("tests/test_more.py::IterateTests::test_func_controls_iteration_stop",),
+        ("tests/test_more.py::IterateTests::test_basic",),
+        ("except StopIteration:\n            break", "except StopIteration:\n            continue"),
+    ),
+    # more-itertools 10.4.0: seekable.relative_seek() seeked relative to the end of the
+    # cache, not to the current position, after an earlier relative_seek().
+    RealTask(
+        "more-itertools-relative-seek-position",
+        "more-itertools",
+        "10.3.0",
+        "10.4.0",
+        "more_itertools/more.py",
+        "seekable.relative_seek",
+        "tests/test_more.py",
+        ("tests/test_more.py::SeekableTest::test_relative_seek",),
+        (
+            "tests/test_more.py::SeekableTest::test_exhaustion_reset",
+            "tests/test_more.py::SeekableTest::test_partial_reset",
+        ),
+        (
+            "self.seek(max(self._index + count, 0))",
+            "self.seek(max(len(self._cache) + count, 0))",
+        ),
+    ),
+    # boltons 24.1.0: copy.copy()/copy.deepcopy() of a make_sentinel() sentinel made a new
+    # object instead of returning the sentinel itself.
+    RealTask(
+        "boltons-sentinel-copy",
+        "boltons",
+        "24.0.0",
+        "24.1.0",
+        "boltons/typeutils.py",
+        "make_sentinel",
+        "tests/test_typeutils.py",
+        ("tests/test_typeutils.py::test_sentinel_copy",),
+        (
+            "tests/test_typeutils.py::test_sentinel_falsiness",
+            "tests/test_typeutils.py::test_sentinel_pickle",
+        ),
+        ("def __deepcopy__(self, _memo):", "def __deepcopy__(self):"),
+        drop=("tests/conftest.py",),
+    ),
+    # tomlkit 0.11.7 (#259): removing the last element of an inline table left a comma.
+    RealTask(
+        "tomlkit-inline-table-trailing-comma",
+        "tomlkit",
+        "0.11.6",
+        "0.11.7",
+        "tomlkit/items.py",
+        "InlineTable.as_string",
+        "tests/test_items.py",
+        (
+            "tests/test_items.py::test_deleting_inline_table_element_does_not_leave_trailing_separator2",
+        ),
+        (
+            "tests/test_items.py::test_deleting_inline_table_element_does_not_leave_trailing_separator",
+            "tests/test_items.py::test_dates_behave_like_dates",
+        ),
+        ("if self._value.body[i][0] is not None", "if self._value.body[i] is not None"),
+    ),
+    # tomlkit 0.11.7 (#260): a date or datetime followed by a space did not parse.
+    RealTask(
+        "tomlkit-datetime-followed-by-space",
+        "tomlkit",
+        "0.11.6",
+        "0.11.7",
+        "tomlkit/parser.py",
+        "Parser._parse_value",
+        "tests/test_items.py",
+        ("tests/test_items.py::test_parse_datetime_followed_by_space",),
+        (
+            "tests/test_items.py::test_dates_behave_like_dates",
+            "tests/test_items.py::test_deleting_inline_table_element_does_not_leave_trailing_separator",
+        ),
+        ("dt = parse_rfc3339(raw + time_part)", "dt = parse_rfc3339(raw + time_raw)"),
+    ),
+    # tomlkit 0.11.7 (#258): an empty table name that is quoted ([\'\']) was refused.
+    RealTask(
+        "tomlkit-empty-quoted-table-name",
+        "tomlkit",
+        "0.11.6",
+        "0.11.7",
+        "tomlkit/parser.py",
+        "Parser._parse_table",
+        "tests/test_api.py",
+        ("tests/test_api.py::test_parse_empty_quoted_table_name",),
+        (
+            "tests/test_api.py::test_a_raw_dict_can_be_dumped",
+            "tests/test_api.py::test_create_super_table_with_table",
+        ),
+        ('elif self._current != "]":', 'elif self._current != "]" or not key.key:'),
+    ),
+    # attrs 23.2.0 (#1165): asdict(..., retain_collection_types=True) failed with a
+    # TypeError on namedtuple fields (a namedtuple is not built from one iterable).
+    RealTask(
+        "attrs-asdict-namedtuple-retain-type",
+        "attrs",
+        "23.1.0",
+        "23.2.0",
+        "src/attr/_funcs.py",
+        "asdict",
+        "tests/test_funcs.py",
+        ("tests/test_funcs.py::TestAsDict::test_named_tuple_retain_type",),
+        (
+            "tests/test_funcs.py::TestAsDict::test_type_error_with_retain_type",
+            "tests/test_funcs.py::TestAsDict::test_tuple_keys",
+        ),
+        ("rv[a.name] = cf(*items)", "rv[a.name] = cf(items)"),
+    ),
+    # idna 3.8: regression where decode() raised a bare ValueError instead of IDNAError for
+    # an unknown codepoint next to a joiner (CONTEXTJ check in check_label).
+    RealTask(
+        "idna-contextj-unknown-codepoint",
+        "idna",
+        "3.7",
+        "3.8",
+        "idna/core.py",
+        "check_label",
+        "tests/test_idna.py",
+        ("tests/test_idna.py::IDNATests::test_decode",),
+        (
+            "tests/test_idna.py::IDNATests::test_encode",
+            "tests/test_idna.py::IDNATests::test_valid_contextj",
+        ),
+        ("except ValueError:", "except KeyError:"),
+    ),
+    # click 8.2.1 (#2906): shell completion of groups nested in groups resolved the wrong
+    # context (the parent's arguments were taken after switching to the sub-context).
+    RealTask(
+        "click-nested-group-completion",
+        "click",
+        "8.2.0",
+        "8.2.1",
+        "src/click/shell_completion.py",
+        "_resolve_context",
+        "tests/test_shell_completion.py",
+        (
+            "tests/test_shell_completion.py::test_nested_group[args2--expect2]",
+            "tests/test_shell_completion.py::test_nested_group[args4--expect4]",
+        ),
+        (
+            "tests/test_shell_completion.py::test_nested_group[args0--expect0]",
+            "tests/test_shell_completion.py::test_nested_group[args1--expect1]",
+        ),
+        (
+            "ctx = sub_ctx\n                        args = ctx._protected_args + ctx.args",
+            "args = sub_ctx._protected_args + sub_ctx.args",
+        ),
+    ),
+    # click 8.2.1 (#2894, #2897): a flag option given an explicit type (type=bool, str)
+    # got no flag_value, so passing the flag did not set it.
+    RealTask(
+        "click-flag-value-with-type",
+        "click",
+        "8.2.0",
+        "8.2.1",
+        "src/click/core.py",
+        "Option.__init__",
+        "tests/test_options.py",
+        (
+            "tests/test_options.py::test_flag_value_is_correctly_set[opts1-True-True]",
+            "tests/test_options.py::test_flag_value_is_correctly_set[opts9-True-True]",
+        ),
+        (
+            "tests/test_options.py::test_flag_value_is_correctly_set[opts0-False-False]",
+            "tests/test_options.py::test_non_flag_with_non_negatable_default",
+        ),
+        ("flag_value = not self.default", "flag_value = self.default"),
+    ),
+    # click 8.2.2 (#2703): zsh completion broke on items whose value holds a colon; the
+    # colon must be escaped when the item has a help text (and only then).
+    RealTask(
+        "click-zsh-completion-colons",
+        "click",
+        "8.2.1",
+        "8.2.2",
+        "src/click/shell_completion.py",
+        "ZshComplete.format_completion",
+        "tests/test_shell_completion.py",
+        (
+            "tests/test_shell_completion.py::test_zsh_full_complete_with_colons[env0-plain\\na\\n_\\nplain\\nb\\nbee\\nplain\\nc\\\\:d\\ncee:dee\\nplain\\nc:e\\n_\\n]",
+            "tests/test_shell_completion.py::test_zsh_full_complete_with_colons[env1-plain\\nc\\\\:d\\ncee:dee\\nplain\\nc:e\\n_\\n]",
+        ),
+        (
+            "tests/test_shell_completion.py::test_full_source[zsh]",
+            "tests/test_shell_completion.py::test_full_complete[zsh-env3-plain\\nb\\nbee\\n]",
+        ),
+        (
+            r'value = item.value.replace(":", r"\:") if help_ != "_" else item.value',
+            r'value = item.value.replace(":", r"\:")',
+        ),
+    ),
+    # click 8.2.2 (#2911): the default of an Enum choice option was rendered in the help
+    # as its repr/value instead of the member's name.
+    RealTask(
+        "click-enum-default-help",
+        "click",
+        "8.2.1",
+        "8.2.2",
+        "src/click/core.py",
+        "Option.get_help_extra",
+        "tests/test_options.py",
+        (
+            "tests/test_options.py::test_choice_default_rendering[HashType-HashType.SHA1-SHA1]",
+            "tests/test_options.py::test_choice_default_rendering[Number-2-TWO]",
+        ),
+        (
+            "tests/test_options.py::test_choice_default_rendering[HashType-SHA1-SHA1]",
+            "tests/test_options.py::test_choice_default_rendering[choices0-bar-bar]",
+        ),
+        ("default_string = default_value.name", "default_string = str(default_value.value)"),
+    ),
+)
+#: The whole dataset: every real task above.
+DATASET = TASKS + MORE_TASKS
+
+
 class FetchError(Exception):
     pass
 
