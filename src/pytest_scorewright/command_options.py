@@ -67,6 +67,7 @@ def evaluator_from_args(args: argparse.Namespace) -> Evaluator:
         repeats=args.repeats,
         require_isolation=args.require_isolation,
         isolation=args.isolation,
+        sandbox=args.sandbox,
         plugins=["pytest_timeout", *(args.plugin or [])],
         ini=ini_options(args.ini or []),
         reference_baseline=args.reference_baseline,
@@ -214,6 +215,13 @@ def _add_isolation_options(p: argparse.ArgumentParser) -> None:
         action="store_true",
         help="With the candidate apart, let a run's processes use every CPU (default: one "
         "CPU per run while one is free: each call's round trip is then faster)",
+    )
+    p.add_argument(
+        "--sandbox",
+        choices=("namespaces", "gvisor"),
+        default="namespaces",
+        help="namespaces (default): Linux namespaces, Landlock and rlimits around each run; "
+        "gvisor: all runs inside a gVisor sandbox too (root and runsc; docs/sandbox.md)",
     )
     p.add_argument(
         "--require-isolation",
