@@ -25,7 +25,7 @@ from pytest_scorewright.kernel.namespaces import (
     setup_as_init,
     try_unshare,
 )
-from pytest_scorewright.kernel.reaper import end_descendants
+from pytest_scorewright.kernel.reaper import end_descendants, end_uid
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.wire import SandboxSpec
@@ -135,6 +135,10 @@ def supervisor_child(
             os.close(msg_w)
 
         status = run_worker(spec, start, forked)
+        if spec.gvisor and spec.worker.uid is not None:
+            # Orphans are not ours there (no subreaper): what the run left is found by its
+            # uid, now, rather than when its deadline comes (a daemon holding the output pipe).
+            end_uid(spec.worker.uid)
         left = end_descendants()
         send(ctl_w, {"type": wire.CTL, "left_by_supervisor": left})
         os._exit(_passed_up(status))
