@@ -301,3 +301,63 @@ def _verdict(result: ScoreResult) -> tuple[object, ...]:
         tuple(sorted({r.code for r in result.integrity.reasons if r.severity != "hint"})),
         tuple(sorted((t.nodeid, t.outcome) for t in result.tests)),
     )
+
+
+@needs_gvisor
+@pytest.mark.slow
+def test_a_caller_killed_with_its_group_leaves_no_sandbox_and_its_dirs_are_swept(
+    tmp_path: Path,
+) -> None:
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from pytest_scorewright.sandbox import leftovers
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_hang.py").write_text(
+        "import solution\n\ndef test_hang():\n    solution.hang()\n"
+    )
+    (tmp_path / "solution.py").write_text("def hang():\n    while True:\n        pass\n")
+    script = (
+        "import sys\n"
+        "from pytest_scorewright.evaluator import Evaluator\n"
+        f"ev = Evaluator({str(tmp_path / 'tests')!r}, sandbox='gvisor',"
+        f" workdir={str(tmp_path)!r})\n"
+        "ev.prepare()\n"
+        "print('ready', flush=True)\n"
+        f"ev.score({str(tmp_path / 'solution.py')!r})\n"
+    )
+    caller = subprocess.Popen(
+        [sys.executable, "-c", script], stdout=subprocess.PIPE, text=True, start_new_session=True
+    )
+    assert caller.stdout is not None
+    assert caller.stdout.readline().strip() == "ready"
+    time.sleep(2.0)  # the hang is under way inside the sandbox
+    os.killpg(caller.pid, signal.SIGKILL)
+    caller.wait()
+    # Its warm parent sees its requests end, ends the runs and exits; so does the sandbox.
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and _sandboxes_of(tmp_path):
+        time.sleep(0.5)
+    assert _sandboxes_of(tmp_path) == []
+    bases = list(tmp_path.glob("scorewright-gvisor-work-*"))
+    assert all(not any(b.glob("scorewright-*")) for b in bases)  # no run's work dir left
+    # The next Evaluator (here, its sweep) removes what the dead caller left.
+    leftovers.sweep(tmp_path)
+    assert list(tmp_path.glob("scorewright-gvisor*")) == []
+
+
+def _sandboxes_of(where: Path) -> list[str]:
+    """runsc processes serving a sandbox whose work base is under ``where``."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+            except OSError:
+                continue
+            if b"runsc" in command and str(where).encode() in command:
+                found.append(command.decode(errors="replace"))
+    return found

@@ -33,9 +33,11 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.kernel.procfs import start_ticks
 from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.plan import hideable_top_dirs, masks_for, python_paths
+from pytest_scorewright.sandbox.workspace import OWNER_FILE
 
 #: How to get runsc, said where it is missing.
 INSTALL = (
@@ -91,10 +93,13 @@ class GvisorSandbox:
 
     def __init__(self, trusted: Sequence[Path], workdir: str | None) -> None:
         self.runsc = runsc()
-        self.home = Path(tempfile.mkdtemp(prefix="scorewright-gvisor-"))
+        # Its bundle and state (root's alone), where the caller keeps its work dirs.
+        self.home = Path(tempfile.mkdtemp(prefix="scorewright-gvisor-", dir=workdir))
         base = workdir or (VAR_TMP if os.path.isdir(VAR_TMP) else str(self.home))
         self.workdir = Path(tempfile.mkdtemp(prefix="scorewright-gvisor-work-", dir=base))
         os.chmod(self.workdir, 0o711)  # noqa: S103 - runs' uids pass to their own dirs only
+        for made in (self.home, self.workdir):  # removed by a later Evaluator if we die
+            (made / OWNER_FILE).write_text(f"{os.getpid()} {start_ticks(os.getpid()) or 0}\n")
         self._names: list[str] = []  # one per start: a warm parent that died is started anew
         self._trusted = [p.resolve() for p in trusted]
 

@@ -15,7 +15,7 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.protocol.wire import MAX_MESSAGES
 from pytest_scorewright.sandbox import guarantees, host, leftovers
-from pytest_scorewright.sandbox.gvisor import GvisorSandbox
+from pytest_scorewright.sandbox.gvisor import VAR_TMP, GvisorSandbox
 from pytest_scorewright.sandbox.gvisor import features as gvisor_features
 from pytest_scorewright.sandbox.plan import RunPlanner
 from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
@@ -150,6 +150,8 @@ def prepare(
     suites = dirs.suites
     # Work dirs a dead caller left when every cleaner died with it (sandbox/leftovers.py).
     leftovers.sweep(Path(settings.workdir) if settings.workdir else None)
+    if settings.sandbox == "gvisor" and not settings.workdir:  # its bases, not in the temp dir
+        leftovers.sweep(Path(VAR_TMP))
     gvisor = gvisor_sandbox(settings, dirs) if settings.sandbox == "gvisor" else None
     features = gvisor_features() if gvisor is not None else host.probe()
     use_namespaces = settings.namespaces and features.namespaces_unavailable is None
