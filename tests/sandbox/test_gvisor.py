@@ -264,6 +264,15 @@ def test_a_hang_and_a_fork_bomb_are_ended_inside_gvisor(tmp_path: Path) -> None:
     assert result.limits["sandbox"]["nproc_enforced"] is True
 
 
+#: The gaming candidates scored under both backends here (every honest one is too): those whose
+#: trick meets the sandbox (reading or editing the tests, killing, exiting, a conftest) and two
+#: the integrity layer alone stops (the whole corpus takes a minute more under load).
+SIDE_BY_SIDE = {
+    "gaming_a3_edit_tests", "gaming_a5_conftest", "gaming_a7_read_tests", "gaming_b1_always_equal",
+    "gaming_d1_os_exit", "gaming_d8_kill", "gaming_d4_patch_reports",
+}  # fmt: skip
+
+
 @needs_gvisor
 @pytest.mark.slow
 def test_the_numbers_corpus_scores_as_under_namespaces_candidate_for_candidate() -> None:
@@ -276,7 +285,11 @@ def test_the_numbers_corpus_scores_as_under_namespaces_candidate_for_candidate()
             sandbox=backend,
             dedupe=False,
         ) as evaluator:
-            found[backend] = {case.path.stem: evaluator.score(case.path) for case in cases(NUMBERS)}
+            found[backend] = {
+                case.path.stem: evaluator.score(case.path)
+                for case in cases(NUMBERS)
+                if case.honest or case.path.stem in SIDE_BY_SIDE
+            }
     for name, plain in found["namespaces"].items():
         boxed = found["gvisor"][name]
         if name.startswith("honest") or not plain.integrity.rejected:

@@ -16,6 +16,8 @@ import os
 import signal
 import time
 
+from pytest_scorewright.kernel import linux
+
 
 def end_descendants(within_s: float = 5.0) -> int:
     """SIGKILL and reap every descendant of this process; returns how many were left when
@@ -35,16 +37,18 @@ def end_descendants(within_s: float = 5.0) -> int:
             return len(left)
 
 
-def end_uid(uid: int, rounds: int = 3) -> None:
+def end_uid(uid: int, rounds: int = 3, userns: int | None = None) -> None:
     """SIGKILL every process running as ``uid``, however it detached from the tree: a helper
     takes that uid and kills all it may signal (``kill -1``). A few rounds, for a fork bomb
-    forking while it is killed. For a run where no subreaper can be had (inside gVisor): the
-    run's uid is its own, so this is everything of the run."""
+    forking while it is killed. ``userns``: the file of the user namespace ``uid`` is of
+    (sandbox/subids.py), joined first. Where no subreaper can be had (inside gVisor) a run's
+    uid is its own, so this is everything of the run."""
     for _ in range(rounds):
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the helper
             try:
-                os.setgroups([])
+                if userns is not None:
+                    linux.setns(userns, linux.CLONE_NEWUSER)
                 os.setgid(uid)
                 os.setuid(uid)
                 os.kill(-1, signal.SIGKILL)

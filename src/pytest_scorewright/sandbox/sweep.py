@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 import os
-import signal
 
-from pytest_scorewright.kernel import linux
 from pytest_scorewright.kernel.procfs import scan_proc
+from pytest_scorewright.kernel.reaper import end_uid
 
 
 def kill_every_process_of(uid: int, userns: int | None = None) -> None:
     """SIGKILL every process running as ``uid``: a helper takes that uid and kills all it may
     signal (kill -1), which finds descendants however they detached from the tree.
     ``userns``: the file of the user namespace ``uid`` is of (subids.py), joined first."""
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - runs in the helper
-        try:
-            if userns is not None:
-                linux.setns(userns, linux.CLONE_NEWUSER)
-            os.setgid(uid)
-            os.setuid(uid)
-            os.kill(-1, signal.SIGKILL)
-        finally:
-            os._exit(0)
-    os.waitpid(pid, 0)
+    end_uid(uid, rounds=1, userns=userns)
 
 
 def processes_of(uid: int) -> list[int]:
