@@ -58,6 +58,8 @@ def _run(root: Path, predictions: Path, out: Path, jobs: int, validate: int) -> 
     command += ["--dataset", str(root / "dataset.jsonl"), "--repos", str(root / "repos")]
     command += ["--predictions", str(predictions), "--out", str(out), "-j", str(jobs)]
     command += ["--validate", str(validate), "--venv-cache", str(root / "venvs")]
+    # attrs' tests import hypothesis: its extra (the other repositories have none of that name).
+    command += ["--extra", "tests-no-zope"]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     summary: dict[str, Any] = json.loads(done.stdout.split("scorewright: summary ", 1)[1])
     return summary
@@ -96,6 +98,11 @@ def main() -> int:
                 f"{summary['environment_hit_rate']}, built in {summary['environment_build_s']} s)"
                 + ("  <- first pass" if number == 0 else "")
             )
+            for entry in lines:
+                if entry["status"] in ("invalid", "error"):
+                    environment = (entry.get("environment") or {}).get("key", "")
+                    why = str(entry.get("why") or "")[:300]
+                    print(f"    {entry['instance_id']}: {entry['status']} ({why}) {environment}")
             expected = summary["instances"] if kind == "gold" else 0
             wrong += summary["resolved"] != expected
     return 1 if wrong else 0
