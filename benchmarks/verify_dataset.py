@@ -58,8 +58,6 @@ def _run(root: Path, predictions: Path, out: Path, jobs: int, validate: int) -> 
     command += ["--dataset", str(root / "dataset.jsonl"), "--repos", str(root / "repos")]
     command += ["--predictions", str(predictions), "--out", str(out), "-j", str(jobs)]
     command += ["--validate", str(validate), "--venv-cache", str(root / "venvs")]
-    # attrs' tests import hypothesis: its extra (the other repositories have none of that name).
-    command += ["--extra", "tests-no-zope"]
     done = subprocess.run(command, capture_output=True, text=True, check=True)
     summary: dict[str, Any] = json.loads(done.stdout.split("scorewright: summary ", 1)[1])
     return summary

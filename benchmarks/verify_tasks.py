@@ -56,6 +56,9 @@ class RealTask:
     #: Files left out of the base commit: test infrastructure that no longer runs on the
     #: pytest of today (boltons' conftest.py declares a hook argument pytest 9 removed).
     drop: tuple[str, ...] = ()
+    #: Extras of the base its tests need in their environment (``verify --dataset``'s
+    #: per-instance ``extras``): attrs' tests import hypothesis.
+    extras: tuple[str, ...] = ()
 
     def directory(self, version: str) -> Path:
         return CACHE / f"{self.unpacked or self.dist}-{version}"
@@ -375,6 +378,7 @@ MORE_TASKS = (
             "tests/test_funcs.py::TestAsDict::test_tuple_keys",
         ),
         ("rv[a.name] = cf(*items)", "rv[a.name] = cf(items)"),
+        extras=("tests-no-zope",),
     ),
     # idna 3.8: regression where decode() raised a bare ValueError instead of IDNAError for
     # an unknown codepoint next to a joiner (CONTEXTJ check in check_label).
@@ -750,5 +754,6 @@ def instance_line(built: Built, **changes: object) -> dict[str, object]:
         "test_patch": built.test_patch,
         "FAIL_TO_PASS": json.dumps(list(task.fail_to_pass)),
         "PASS_TO_PASS": json.dumps(list(task.pass_to_pass)),
+        **({"extras": list(task.extras)} if task.extras else {}),
         **changes,
     }

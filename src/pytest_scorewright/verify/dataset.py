@@ -63,6 +63,9 @@ class Instance:
     tests_dir: str | None = None
     modules: tuple[str, ...] = ()
     repo_path: str | None = None
+    #: Extras or dependency groups of the base this instance's environment takes too (its
+    #: tests' own: attrs' ``tests-no-zope``), beside ``--extra``'s for every instance.
+    extras: tuple[str, ...] = ()
 
     @classmethod
     def of(cls, line: Mapping[str, Any], where: str) -> Instance:
@@ -83,6 +86,7 @@ class Instance:
             tests_dir=line.get("tests_dir") if isinstance(line.get("tests_dir"), str) else None,
             modules=tuple(m for m in line.get("modules") or () if isinstance(m, str)),
             repo_path=line.get("repo_path") if isinstance(line.get("repo_path"), str) else None,
+            extras=tuple(e for e in line.get("extras") or () if isinstance(e, str)),
         )
 
     def to_line(self) -> dict[str, Any]:
@@ -96,6 +100,7 @@ class Instance:
             "FAIL_TO_PASS": list(self.fail_to_pass),
             "PASS_TO_PASS": list(self.pass_to_pass),
             "modules": list(self.modules),
+            "extras": list(self.extras),
         }
         if self.tests_dir is not None:
             line["tests_dir"] = self.tests_dir

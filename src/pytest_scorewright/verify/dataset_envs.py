@@ -35,7 +35,7 @@ def requirements_of(instance: Instance, repos: Path | None, extras: Sequence[str
     with tempfile.TemporaryDirectory(prefix="scorewright-base-") as tmp:
         base = Path(tmp) / "base"
         export_base(find_repo(instance, repos).resolve(), instance.base_commit, base)
-        return base_requirements(base, extras)
+        return base_requirements(base, [*extras, *instance.extras])
 
 
 def run_in_environments(
