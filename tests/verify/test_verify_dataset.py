@@ -185,3 +185,34 @@ def test_each_instance_runs_in_its_base_venv_built_once_and_reused(
     assert second_summary["environment_hit_rate"] == 1.0
     assert second_summary["environment_build_s"] == 0.0
     assert len([p for p in cache.iterdir() if p.is_dir()]) == 1
+
+
+def test_an_instances_own_extras_join_its_environments_requirements(tmp_path: Path) -> None:
+    from pytest_scorewright.verify.dataset import Instance
+    from pytest_scorewright.verify.dataset_envs import requirements_of
+
+    repo = tmp_path / "lib"
+    repo.mkdir()
+    (repo / "pyproject.toml").write_text(
+        '[project]\nname = "lib"\nversion = "1"\ndependencies = ["six"]\n'
+        '[project.optional-dependencies]\ntests-no-zope = ["hypothesis"]\n'
+    )
+    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
+    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
+    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*ident, "commit", "-q", "-m", "b"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, env=env, capture_output=True)
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, env=env, capture_output=True, text=True
+    ).stdout.strip()
+    line = {
+        "instance_id": "lib-1",
+        "base_commit": head,
+        "FAIL_TO_PASS": "[]",
+        "repo_path": str(repo),
+    }
+    plain = Instance.of(line, "line 1")
+    own = Instance.of({**line, "extras": ["tests-no-zope"]}, "line 1")
+    assert own.extras == ("tests-no-zope",)
+    assert Instance.of(own.to_line(), "again") == own
+    assert "hypothesis" not in requirements_of(plain, None, [])
+    assert {"six", "hypothesis"} <= set(requirements_of(own, None, []))
