@@ -1,7 +1,7 @@
 """``scorewright serve --server uvicorn`` (pytest_scorewright/reward_asgi.py): the same
-answers as the embedded server, byte for byte (but a scoring's duration), from a real uvicorn on the loopback; and a
-clear refusal where uvicorn is not installed. (Every test of tests/faces/test_reward_service.py
-and test_reward_service_shapes.py runs on both servers too.)"""
+answers as the embedded server, byte for byte (but a scoring's duration), from a real uvicorn
+on the loopback; and a clear refusal where uvicorn is not installed. (Every test of
+tests/faces/test_reward_service.py and test_reward_service_shapes.py runs on both servers.)"""
 
 from __future__ import annotations
 
