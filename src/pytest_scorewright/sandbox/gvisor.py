@@ -6,14 +6,16 @@ the host kernel's system calls is no longer a way out.
 One sandbox per Evaluator, not per run: a sandbox takes 0.5-1.4 s to start here and a run
 0.1-0.3 s (benchmarks/gvisor_cost.py). Inside it, each run is apart from the others as far as
 this gVisor lets a process be (sandbox/launch.py, child/setup/processes.py): a uid of its own
-(so neither the warm parent nor another run can be signalled, traced or read), new network,
-IPC, UTS and mount namespaces with a loopback, /tmp and /dev/shm of its own, rlimits. gVisor
-(Debian's runsc 0.0~20221219) refuses bind mounts and mount propagation inside a sandbox and
-has no Landlock, so a run's view of files is the sandbox's, which is made here as the
-namespace backend makes each run's: the system directories read-only, the interpreter bound
-back read-only, every other top-level directory of the host hidden (the suites, the
-reference, other users' files), and the Evaluator's own work directory base, where each
-run's work dir is its uid's alone. docs/sandbox.md sets the two backends side by side.
+(so neither the warm parent nor another run can be signalled, traced or read), network, IPC
+and UTS namespaces of its own (a loopback of its own), rlimits. gVisor (Debian's runsc
+0.0~20221219) refuses bind mounts and mount propagation inside a sandbox, its mount namespaces
+are not apart, and it has no Landlock, so a run's view of files is the sandbox's, which is
+made here as the namespace backend makes each run's: the system directories read-only, the
+interpreter bound back read-only, every other top-level directory of the host hidden (the
+suites, the reference, other users' files), /tmp and /dev/shm empty and read-only, and the
+Evaluator's own work directory base, where each run's work dir is its uid's alone.
+docs/sandbox.md sets the two backends side by side, and says what a candidate apart can read
+here that it cannot there.
 
 Needs root (runsc starts sandboxes as root here) and runsc installed; else a one-line
 ConfigError naming the fix.
@@ -57,7 +59,7 @@ CAPABILITIES = (
 #: one of its own (its mount namespaces are not apart), and one shared by the runs would be
 #: a channel between candidates. A run's TMPDIR is its private home.
 SCRATCH = ("/tmp", "/dev/shm")  # noqa: S108 - fresh tmpfs mounts, not host paths
-#: Where the work dirs go by default: not under /tmp, which each run has a fresh one of.
+#: Where the work dirs go by default: not under /tmp, which is empty and read-only inside.
 VAR_TMP = "/var/tmp"  # noqa: S108 - a directory of our own is made in it (mkdtemp)
 #: Why the runs inside have no namespaces of the run planner's kind (said in each result).
 WHY_NO_NAMESPACES = "inside gVisor, which refuses the bind mounts a run's own view needs"
