@@ -170,8 +170,8 @@ class GvisorSandbox:
         deeper = [m.directory for m in masks_for(keep)]
         for directory in sorted({*hidden, *deeper}):
             mounts.append(_tmpfs(directory, read_only=True))  # nothing written there
-        for path in _outermost(keep):
-            if any(_under(path, d) for d in (*hidden, *deeper)):
+        for path in _outermost(keep):  # a venv or a checkout under /tmp too (CI's clone)
+            if any(_under(path, d) for d in (*SCRATCH, *hidden, *deeper)):
                 mounts.append(_bind(path, writable=False))
         mounts.append(_bind(str(self.workdir), writable=True))
         return mounts
