@@ -427,3 +427,31 @@ def _others_read(path: Path, top: Path) -> bool:
         return all(d.stat().st_mode & 0o001 for d in on_the_way)
     except FileNotFoundError:  # removed under the check: nobody reads it any more
         return False
+
+
+def test_every_dir_of_ours_names_its_owner_and_a_dead_owners_are_swept(tmp_path: Path) -> None:
+    # The candidate's source (score_source), a fixed mount point and a run's work dir alike:
+    # killed with every cleaner, a caller leaves them to the next Evaluator's sweep.
+    from pytest_scorewright.sandbox import leftovers
+    from pytest_scorewright.sandbox.workspace import OWNER_FILE
+    from pytest_scorewright.scoring.candidates import source_file
+
+    with source_file("x = 1\n", "solution") as path:
+        assert (path.parent / OWNER_FILE).read_text().split()[0] == str(os.getpid())
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    left = tmp_path / "scorewright-source-left"
+    left.mkdir()
+    (left / "solution.py").write_text("x = 1\n")
+    (left / OWNER_FILE).write_text(f"{dead} 1\n")
+    alive = tmp_path / "scorewright-source-alive"
+    alive.mkdir()
+    (alive / OWNER_FILE).write_text(f"{os.getpid()} {_ticks()}\n")
+    assert leftovers.sweep(tmp_path) == [left]
+    assert alive.exists()
+
+
+def _ticks() -> int:
+    from pytest_scorewright.kernel.procfs import start_ticks
+
+    return start_ticks(os.getpid()) or 0

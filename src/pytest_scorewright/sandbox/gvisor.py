@@ -35,11 +35,10 @@ from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
-from pytest_scorewright.kernel.procfs import start_ticks
 from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.plan import hideable_top_dirs, masks_for, python_paths
-from pytest_scorewright.sandbox.workspace import OWNER_FILE
+from pytest_scorewright.sandbox.workspace import name_owner
 
 #: How to get runsc, said where it is missing.
 INSTALL = (
@@ -101,7 +100,7 @@ class GvisorSandbox:
         self.workdir = Path(tempfile.mkdtemp(prefix="scorewright-gvisor-work-", dir=base))
         os.chmod(self.workdir, 0o711)  # noqa: S103 - runs' uids pass to their own dirs only
         for made in (self.home, self.workdir):  # removed by a later Evaluator if we die
-            (made / OWNER_FILE).write_text(f"{os.getpid()} {start_ticks(os.getpid()) or 0}\n")
+            name_owner(made)
         self._names: list[str] = []  # one per start: a warm parent that died is started anew
         self._trusted = [p.resolve() for p in trusted]
 

@@ -165,9 +165,7 @@ class Workspace:
         janitor: WorkDirKeeper | None = None,
     ) -> Workspace:
         root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
-        pid = os.getpid()
-        # Its owner, for a later Evaluator to find it if every cleaner dies (leftovers.py).
-        (root / OWNER_FILE).write_text(f"{pid} {start_ticks(pid) or 0}\n", encoding="ascii")
+        name_owner(root)
         if janitor is not None:  # before anything is copied in
             janitor.made(root)
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
@@ -215,6 +213,13 @@ class Workspace:
 
 #: A work dir's owner: the pid and start time of the process that made it (leftovers.py).
 OWNER_FILE = ".owner"
+
+
+def name_owner(directory: Path) -> None:
+    """Write in ``directory`` (a ``scorewright-*`` dir of ours) which process made it: a later
+    Evaluator removes it if that process died and every cleaner with it (leftovers.py)."""
+    pid = os.getpid()
+    (directory / OWNER_FILE).write_text(f"{pid} {start_ticks(pid) or 0}\n", encoding="ascii")
 
 
 def remove_work_dir(root: Path, uid: int | None) -> None:

@@ -18,6 +18,7 @@ from pathlib import Path
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox.workspace import name_owner
 
 #: Results kept for identical content (the oldest go first).
 MAX_REMEMBERED = 1024
@@ -32,6 +33,7 @@ def source_file(code: str, module: str) -> Iterator[Path]:
         raise ConfigError(f"score_source takes program text (str), not {type(code).__name__}")
     folder = Path(tempfile.mkdtemp(prefix="scorewright-source-"))
     try:
+        name_owner(folder)  # a caller killed mid-score leaves it to the next sweep
         path = folder / f"{module}.py"
         try:
             path.write_text(code, encoding="utf-8", errors="surrogateescape")
