@@ -75,9 +75,10 @@ def test_answers_cached_for_the_same_arguments_earn_no_speedup(
         encoding="utf-8",
     )
     honest = evaluator.score(control)
-    # The cache really served the fixed-argument rounds (the control's take ~1 ms, the
-    # cache's a few microseconds): uncaught, this candidate would read tens of times faster.
-    assert _fixed_median(honest) > 20 * _fixed_median(result), result.to_json()
+    # The cache really served the fixed-argument rounds (the control's take ~1 ms; the
+    # cache's are the crossing alone, tens of microseconds quiet, 134 us once in CI beside
+    # the suite where the control read 8.8x that): uncaught, it would read many times faster.
+    assert _fixed_median(honest) > 3 * _fixed_median(result), result.to_json()
     noise = honest.signal("speedup") or 1.0
     assert speedup <= NOISE_BAND * max(1.0, noise), (noise, result.to_json())
 
