@@ -136,6 +136,10 @@ def test_the_attack_and_degraded_mode_tests_hold_in_every_mode(mode: str, home: 
             f"--basetemp={home / 'tmp'}",
             f"--junitxml={report}",
             "-q",
+            # Most of these tests wait on a deadline (a hang, a spin, a refused connection)
+            # rather than compute: four at a time take a third of the wall for little CPU.
+            "-n",
+            "4",
             *MODULES,
         ],
         timeout=600,
