@@ -187,10 +187,16 @@ def test_forged_findings_by_the_thousand_keep_the_result_under_its_bound(
 def test_a_flood_of_frames_ends_within_the_budget_and_its_grace(
     evaluator: Evaluator, tmp_path: Path, attack: str
 ) -> None:
+    # The machine's pace, measured just before: an honest scoring of the same task (0.3 s
+    # quiet). What the parent does after the kill is work, not waiting, so on a machine
+    # loaded eight deep (10.5 s once against 8 s fixed) it takes longer in proportion.
+    started = time.monotonic()
+    _honest_pass(evaluator, tmp_path)
+    pace = time.monotonic() - started
     started = time.monotonic()
     result = _checked(evaluator.score(_write(tmp_path, "flood", attack)))
     elapsed = time.monotonic() - started
-    assert elapsed < TIMEOUT_S + GRACE_S + SLACK_S, elapsed
+    assert elapsed < TIMEOUT_S + GRACE_S + SLACK_S + 3 * pace, (elapsed, pace)
     assert not result.ok
     _honest_pass(evaluator, tmp_path)
 
