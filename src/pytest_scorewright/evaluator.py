@@ -79,6 +79,7 @@ class Evaluator(EvaluatorFacts):
         fail_closed: bool = False,
         reference_baseline: bool = False,
         fail_to_pass: Sequence[str] = (),
+        gold: PathLike | None = None,
         reference_repeats: int = 1,
         repeats: int = 0,
         env: Mapping[str, str] | None = None,
@@ -286,8 +287,7 @@ class Evaluator(EvaluatorFacts):
         self.close()
 
     def close(self) -> None:
-        """Stop the warm parent and any pipeline processes (also happens when this process
-        exits); runs from here on fork from this process."""
+        """Stop the warm parent and pipelines (done at exit too); later runs fork from here."""
         self._pipelines.close()
         with self._lock:
             if self._ready is not None:

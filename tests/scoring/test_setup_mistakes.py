@@ -156,6 +156,15 @@ def test_the_frozen_settings_travel_and_build_the_same_evaluator(tmp_path: Path)
     assert not Evaluator(tests, objectives={"size": lambda value: 1.0}).settings.portable
     with pytest.raises(ConfigError, match=r"^from_settings takes an Evaluator's settings, not "):
         Evaluator.from_settings(settings.arguments())  # type: ignore[arg-type]
+    # A baseline reference's gold fix travels in the bundle beside it.
+    (tmp_path / "fixed.py").write_text("def f():\n    return 1\n")
+    fixed = Evaluator(
+        tests, reference=tmp_path / "fixed.py", reference_baseline=True, gold=tmp_path / "fixed.py"
+    ).settings
+    _, portable = pack_suite(fixed)
+    assert (portable.reference, portable.gold) == ("reference/fixed.py", "gold/fixed.py")
+    with pytest.raises(ConfigError, match=r"^gold is the fix of a baseline reference; pass "):
+        Evaluator(tests, reference=tmp_path / "fixed.py", gold=tmp_path / "fixed.py")
 
 
 def test_infrastructure_error_is_public() -> None:

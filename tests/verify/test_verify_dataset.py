@@ -16,6 +16,7 @@ from benchmarks.verify_tasks import TASKS, Built, FetchError, build, instance_li
 from pytest_scorewright.result import Integrity, ScoreResult
 from pytest_scorewright.verify.dataset import _flipping, _resolved, summary
 from pytest_scorewright.verify.task_verdict import Verdict
+from tests.verify.gitrepo import one_commit
 
 pytestmark = pytest.mark.sandbox  # forks real sandboxes (and may download from PyPI)
 
@@ -192,18 +193,11 @@ def test_an_instances_own_extras_join_its_environments_requirements(tmp_path: Pa
     from pytest_scorewright.verify.dataset_envs import requirements_of
 
     repo = tmp_path / "lib"
-    repo.mkdir()
-    (repo / "pyproject.toml").write_text(
+    pyproject = (
         '[project]\nname = "lib"\nversion = "1"\ndependencies = ["six"]\n'
         '[project.optional-dependencies]\ntests-no-zope = ["hypothesis"]\n'
     )
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(tmp_path)}
-    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*ident, "commit", "-q", "-m", "b"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, env=env, capture_output=True)
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, env=env, capture_output=True, text=True
-    ).stdout.strip()
+    head = one_commit(repo, {"pyproject.toml": pyproject}, home=tmp_path)
     line = {
         "instance_id": "lib-1",
         "base_commit": head,

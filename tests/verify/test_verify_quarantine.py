@@ -6,7 +6,6 @@ every fail-to-pass test is flaky, nothing is left to decide and the task is inva
 
 from __future__ import annotations
 
-import subprocess
 import textwrap
 import time
 from pathlib import Path
@@ -15,6 +14,7 @@ import pytest
 
 from pytest_scorewright.verify import RepoTask, Verifier
 from pytest_scorewright.verify.verifier import InvalidTask
+from tests.verify.gitrepo import one_commit
 
 pytestmark = pytest.mark.sandbox  # forks real sandboxes
 
@@ -59,17 +59,8 @@ EARLY = "tests/test_calc.py::test_passes_only_early"
 
 def _repo(root: Path) -> tuple[Path, str]:
     repo = root / "calc-repo"
-    (repo / "tests").mkdir(parents=True)
-    (repo / "calc.py").write_text(BUGGY)
-    (repo / "tests" / "test_calc.py").write_text(TESTS)
-    env = {"GIT_CONFIG_NOSYSTEM": "1", "HOME": str(root)}
-    ident = ["-c", "user.name=t", "-c", "user.email=t@example.invalid"]
-    for args in (["init", "-q", "-b", "main"], ["add", "-A"], [*ident, "commit", "-q", "-m", "b"]):
-        subprocess.run(["git", *args], cwd=repo, check=True, env=env, capture_output=True)
-    head = subprocess.run(
-        ["git", "rev-parse", "HEAD"], cwd=repo, check=True, env=env, capture_output=True, text=True
-    )
-    return repo, head.stdout.strip()
+    files = {"calc.py": BUGGY, "tests/test_calc.py": TESTS}
+    return repo, one_commit(repo, files, home=root)
 
 
 def _gold() -> bytes:

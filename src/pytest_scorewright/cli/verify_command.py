@@ -42,6 +42,9 @@ def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
     p.add_argument("--fail-to-pass", action="append", metavar="IDS", help=ids)
     p.add_argument("--pass-to-pass", action="append", metavar="IDS", help=ids)
     p.add_argument("--test-patch", metavar="FILE", help="The task's own test change (a diff)")
+    p.add_argument(
+        "--gold", metavar="FILE", help="The task's own fix (a diff): evidence the base cannot give"
+    )
     p.add_argument("--tests-dir", metavar="DIR", help="The tests directory (default: tests)")
     p.add_argument("--module", action="append", default=[], metavar="NAME", help="A package")
     p.add_argument(
@@ -116,13 +119,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
         plugins=args.plugin,
         ini=ini,
     )
-    patch = None
-    if args.patch:
-        try:
-            patch = Path(args.patch).read_bytes()
-        except OSError as exc:
-            raise ConfigError(f"--patch {args.patch!r} cannot be read ({exc.strerror})") from None
-    with Verifier(task, limits=Limits(timeout_s=args.timeout)) as verifier:
+    patch, gold = _read(args.patch, "--patch"), _read(args.gold, "--gold")
+    with Verifier(task, gold=gold, limits=Limits(timeout_s=args.timeout)) as verifier:
         verdict = verifier.verify(patch=patch, tree=args.tree)
     _write(verdict, args)
     print(f"scorewright: {'resolved' if verdict.resolved else 'not resolved'}: ", end="")
@@ -194,3 +192,13 @@ def _run_under(python: str, argv: list[str]) -> None:
     env = {**os.environ, INSIDE: python}
     command = [python, "-I", "-m", "pytest_scorewright.cli", *argv]
     os.execve(python, command, env)  # noqa: S606 (the task's interpreter, our own command)
+
+
+def _read(path: str | None, option: str) -> bytes | None:
+    """The diff file an option names (None where it is not given)."""
+    if not path:
+        return None
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise ConfigError(f"{option} {path!r} cannot be read ({exc.strerror})") from None

@@ -3,7 +3,7 @@ support files packed into one :class:`~pytest_scorewright.fanout.content.Tree`, 
 settings with each path replaced by the path inside the bundle, so a worker can build the
 same Evaluator from the bundle alone.
 
-Layout inside the bundle: ``tests/``, ``heldout/``, ``reference/<name>`` and
+Layout inside the bundle: ``tests/``, ``heldout/``, ``reference/<name>``, ``gold/<name>`` and
 ``support/<n>/<name>`` (names are kept: a ``.py`` reference must stay one, and a support
 file is copied next to every candidate under its own name).
 """
@@ -23,14 +23,14 @@ def pack_suite(settings: EvaluatorSettings) -> tuple[Tree, EvaluatorSettings]:
     (:meth:`~EvaluatorSettings.elsewhere`) with paths inside the bundle."""
     builder = TreeBuilder()
     builder.add("tests", Path(settings.tests), trusted=True)
-    heldout = reference = None
+    heldout = None
     if settings.heldout:
         builder.add("heldout", Path(settings.heldout), trusted=True)
         heldout = "heldout"
-    if settings.reference:
-        resolved = Path(settings.reference).resolve()
-        reference = f"reference/{resolved.name}"
-        builder.add(reference, resolved, trusted=True)
+    reference, gold = (
+        _add(builder, kind, path)
+        for kind, path in (("reference", settings.reference), ("gold", settings.gold))
+    )
     support = []
     for number, path in enumerate(settings.support_files):
         name = f"support/{number}/{Path(path).resolve().name}"
@@ -41,9 +41,19 @@ def pack_suite(settings: EvaluatorSettings) -> tuple[Tree, EvaluatorSettings]:
         tests="tests",
         heldout=heldout,
         reference=reference,
+        gold=gold,
         support_files=tuple(support),
     )
     return builder.build(), portable
+
+
+def _add(builder: TreeBuilder, kind: str, path: str | None) -> str | None:
+    """A trusted program (a ``.py`` file or a directory) as ``<kind>/<its name>``."""
+    if not path:
+        return None
+    resolved = Path(path).resolve()
+    builder.add(f"{kind}/{resolved.name}", resolved, trusted=True)
+    return f"{kind}/{resolved.name}"
 
 
 def settings_at(portable: EvaluatorSettings, root: Path) -> EvaluatorSettings:
@@ -57,6 +67,7 @@ def settings_at(portable: EvaluatorSettings, root: Path) -> EvaluatorSettings:
         tests=os.fspath(root / portable.tests),
         heldout=below(portable.heldout),
         reference=below(portable.reference),
+        gold=below(portable.gold),
         support_files=tuple(
             os.fspath(root.joinpath(*n.split("/"))) for n in portable.support_files
         ),

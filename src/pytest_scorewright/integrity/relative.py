@@ -47,6 +47,18 @@ class TrustedRun:
             canaries=dict(verdict.canaries),
         )
 
+    def witnessed(self, gold: TrustedRun) -> TrustedRun:
+        """This run's evidence, and a second trusted program's (``gold``: a baseline
+        reference's fix) at the places this run has none: those it never reached because it
+        failed first. What either trusted program did is allowed."""
+        return TrustedRun(
+            findings=self.findings | gold.findings,
+            plain={**gold.plain, **self.plain},
+            instrumented=self.instrumented | gold.instrumented,
+            timed_prints=self.timed_prints,
+            canaries={**gold.canaries, **self.canaries},
+        )
+
 
 def module_of(nodeid: str) -> str:
     """``tests/sub/test_x.py::test_a[1]`` -> ``sub/test_x.py``: the test file's path in the

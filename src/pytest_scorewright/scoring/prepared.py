@@ -33,6 +33,8 @@ class Dirs:
     tests: Path
     heldout: Path | None
     reference: Path | None
+    #: The baseline reference's fix, trusted too (EvaluatorSettings.gold).
+    gold: Path | None = None
 
     @classmethod
     def of(cls, tests: PathLike, settings: EvaluatorSettings) -> Dirs:
@@ -42,11 +44,17 @@ class Dirs:
             require_dir(tests, "tests directory"),
             require_dir(heldout, "held-out tests directory") if heldout else None,
             require_candidate(reference, "reference") if reference else None,
+            require_candidate(settings.gold, "gold") if settings.gold else None,
         )
 
     @property
     def suites(self) -> list[Path]:
         return [t for t in (self.tests, self.heldout) if t is not None]
+
+    @property
+    def trusted(self) -> list[Path]:
+        """Every directory no candidate may see: the suites and the trusted programs."""
+        return [*self.suites, *(p for p in (self.reference, self.gold) if p is not None)]
 
     def runs(
         self,
@@ -170,7 +178,7 @@ def prepare(
     planner = RunPlanner(
         dataclasses.replace(run_settings, round_key=round_key),
         suites=suites,
-        trusted=[*suites, *([dirs.reference] if dirs.reference else [])],
+        trusted=dirs.trusted,
         warm=warm is not None,
     )
     runner = Runner(planner, warm, settings.limits)
@@ -197,8 +205,7 @@ def prepare(
 def gvisor_sandbox(settings: EvaluatorSettings, dirs: Dirs) -> GvisorSandbox:
     """The Evaluator's gVisor sandbox, not yet started: its view hides the suites and the
     reference (a one-line ConfigError where gVisor cannot be used here)."""
-    trusted = [*dirs.suites, *([dirs.reference] if dirs.reference else [])]
-    return GvisorSandbox(trusted, settings.workdir)
+    return GvisorSandbox(dirs.trusted, settings.workdir)
 
 
 def _learn(
@@ -227,6 +234,10 @@ def _learn(
         repeats=settings.reference_repeats,
         measured=settings.fail_to_pass,
     )
+    if dirs.gold is not None:
+        runs = dirs.runs(visible, heldout, None, None)
+        judged, _ = runner.run_reference(dirs.gold, runs, reference.isolated)
+        reference = references.witnessed(reference, [s.name for s in runs], judged)
     # Candidates' runs take each test's own limits, from the reference's time for it.
     limits = settings.limits.calibrated(reference.test_times)
     return Learned(visible, heldout, reference, limits, runner.planner.settings.round_key)

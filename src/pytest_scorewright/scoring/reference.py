@@ -112,6 +112,16 @@ def learn(
     return _take(chosen, path, tests, isolated, why, objectives)
 
 
+def witnessed(reference: Reference, names: Sequence[str], judged: Sequence[Judged]) -> Reference:
+    """``reference`` with the gold's runs (``judged``, one per suite ``names`` names) as
+    trusted evidence where the reference's runs gave none (TrustedRun.witnessed)."""
+    trusted = dict(reference.trusted)
+    for name, (verdict, _) in zip(names, judged, strict=True):
+        gold = TrustedRun.of(verdict)
+        trusted[name] = trusted[name].witnessed(gold) if name in trusted else gold
+    return dataclasses.replace(reference, trusted=trusted)
+
+
 @dataclasses.dataclass
 class _Trial:
     run: RunReference

@@ -55,6 +55,10 @@ class EvaluatorSettings:
     - ``fail_to_pass``: node ids the reference is known to fail and candidates should pass
       (a repository task's fail-to-pass tests, the reference being the code before the fix,
       docs/verify.md): scored like any other test, neither refused nor made not applicable.
+    - ``gold``: with a baseline reference, a trusted program that passes what it fails (a
+      repository task's gold fix applied to the base). It runs once when preparing; at an
+      assertion or a call the reference never reached (it failed before), what the gold's
+      run did there is the trusted evidence instead of none (integrity/relative.py).
     - ``module``: the name the tests import the candidate under (a ``.py`` candidate is copied
       in as ``<module>.py``, a package directory as ``<module>/``), or several names (a
       project with more than one top-level package, the first one the main). These modules
@@ -125,6 +129,7 @@ class EvaluatorSettings:
     require_isolation: bool | tuple[str, ...] = False
     reference_baseline: bool = False
     fail_to_pass: tuple[str, ...] = ()
+    gold: str | None = None
     reference_repeats: int = 1
     ini: Mapping[str, str] = dataclasses.field(default_factory=dict)
     dedupe: bool = True
@@ -150,6 +155,7 @@ class EvaluatorSettings:
         require_isolation: bool | Sequence[str] = False,
         ini: Mapping[str, str] | None = None,
         fail_to_pass: Sequence[str] = (),
+        gold: PathLike | None = None,
         objectives: Mapping[str, ObjectiveSpec] | None = None,
         **flags: Any,
     ) -> EvaluatorSettings:
@@ -184,6 +190,10 @@ class EvaluatorSettings:
             raise ConfigError("sandbox='gvisor' runs every run through the warm parent; drop warm")
         if flags.get("reference_baseline") and reference is None:
             raise ConfigError("reference_baseline needs a reference; pass reference= as well")
+        if gold and not flags.get("reference_baseline"):
+            raise ConfigError(
+                "gold is the fix of a baseline reference; pass reference_baseline=True as well"
+            )
         return cls(
             tests=os.fspath(tests),
             heldout=os.fspath(heldout) if heldout else None,
@@ -201,6 +211,7 @@ class EvaluatorSettings:
             else guarantees.required(require_isolation),
             ini=dict(ini or {}),
             fail_to_pass=tuple(fail_to_pass),
+            gold=os.fspath(gold) if gold else None,
             objectives={name: _objective(spec) for name, spec in (objectives or {}).items()},
             **flags,
         )

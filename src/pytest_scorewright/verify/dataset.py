@@ -240,7 +240,8 @@ def verify_instance(
     try:
         with tempfile.TemporaryDirectory(prefix="scorewright-dataset-") as tmp:
             task = _task(instance, repos, Path(tmp))
-            with Verifier(task, limits=Limits(timeout_s=timeout_s)) as verifier:
+            gold = instance.gold.encode() if instance.gold else None
+            with Verifier(task, gold=gold, limits=Limits(timeout_s=timeout_s)) as verifier:
                 line = _judged(instance, verifier, patch, validate)
     except InvalidTask as exc:
         line = Line(instance.instance_id, "invalid", why=str(exc))

@@ -47,15 +47,23 @@ class Verifier:
             verdict = verifier.verify(patch=Path("model.diff").read_bytes())
             verdict.resolved, verdict.swebench_report(), verdict.harbor_reward()
 
+    ``gold``: the task's own fix (a diff against the base), where there is one. It is run once
+    when preparing: at an assertion the base never reached (it failed first), a candidate's
+    object is held against what the gold's was there, not against nothing (a fix that
+    returns the library's own objects, as the gold does, is not taken for a liar).
     ``evaluator_options`` go to the :class:`~pytest_scorewright.Evaluator` (``limits``,
     ``workdir``, ``require_isolation``, ``network``...).
     """
 
-    def __init__(self, task: RepoTask, **evaluator_options: Any) -> None:
-        for fixed in ("reference", "module", "isolation", "reference_baseline", "fail_to_pass"):
+    def __init__(
+        self, task: RepoTask, *, gold: bytes | None = None, **evaluator_options: Any
+    ) -> None:
+        fixed_options = ("reference", "module", "isolation", "reference_baseline", "fail_to_pass")
+        for fixed in (*fixed_options, "gold"):
             if fixed in evaluator_options:
                 raise ConfigError(f"{fixed} is set by the verifier from the task; leave it out")
         self.task = task
+        self._gold = gold
         self._options = {"limits": Limits(timeout_s=60), **evaluator_options}
         workdir = evaluator_options.get("workdir")
         self._root = Path(tempfile.mkdtemp(prefix="scorewright-verify-", dir=workdir))
@@ -101,6 +109,7 @@ class Verifier:
         evaluator = Evaluator(
             suite,
             reference=reference,
+            gold=self._gold_tree(),
             module=list(modules),
             isolation="in-process",
             reference_baseline=True,
@@ -116,6 +125,18 @@ class Verifier:
             evaluator.close()
             raise
         return evaluator
+
+    def _gold_tree(self) -> Path | None:
+        """The base with the gold patch applied and no tests, or None without one."""
+        if self._gold is None:
+            return None
+        gold = self._root / "gold"
+        workspace.copy_tree(self.base, gold)
+        problem = workspace.apply_patch(gold, self._gold)
+        if problem is not None:
+            raise InvalidTask(f"the gold patch does not apply at the base: {problem}")
+        shutil.rmtree(gold / self.tests_dir, ignore_errors=True)
+        return gold
 
     def _tested(self) -> Path:
         """The base with the task's test patch applied: the trusted tree of the tests and of
