@@ -1,6 +1,9 @@
 """Caught-rate and false-positive rate of the integrity layer on tests/corpus.
 
-Run from the project root: ``python -m benchmarks.integrity_corpus [--isolation in-process]``.
+Run from the project root: ``python -m benchmarks.integrity_corpus [--isolation in-process]``;
+``--compare-backends`` scores the corpus under the namespace and the gVisor backends (root and
+``runsc`` needed) and prints every candidate whose verdict differs between them (flagged or
+not, credited pass rate, reason codes).
 Uses the evaluator with defaults (isolation ``auto``: each candidate in a process of its own,
 as the corpus's references pass every test that way), as ``scorewright score CANDIDATE
 --tests T --heldout H --reference R`` does: the default policy, under which tamper evidence
@@ -14,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from dataclasses import dataclass
 
 from pytest_scorewright.evaluator import Evaluator
@@ -75,7 +79,7 @@ class Judged:
         return self.caught_for_its_trick
 
 
-def judge_corpus(isolation: str = "auto") -> list[Judged]:
+def judge_corpus(isolation: str = "auto", sandbox: str = "namespaces") -> list[Judged]:
     judged = []
     for task in tasks():
         with Evaluator(
@@ -83,6 +87,7 @@ def judge_corpus(isolation: str = "auto") -> list[Judged]:
             heldout=task / "heldout",
             reference=task / "reference",
             isolation=isolation,
+            sandbox=sandbox,
         ) as evaluator:
             judged += [Judged(case, evaluator.score(case.path)) for case in cases(task)]
     return judged
@@ -112,10 +117,40 @@ def summary(judged: list[Judged]) -> dict[str, tuple[int, int]]:
     }
 
 
+def verdict(j: Judged) -> tuple[bool, float, tuple[str, ...]]:
+    """What must be the same under every backend: flagged, the credit, the reasons."""
+    codes = sorted({r.code for r in j.result.integrity.reasons})
+    return (j.flagged, round(j.pass_rate, 4), tuple(codes))
+
+
+def compare_backends(isolation: str) -> int:
+    """Every candidate under the namespace and the gVisor backends, side by side."""
+    started = time.monotonic()
+    namespaces = judge_corpus(isolation, "namespaces")
+    middle = time.monotonic()
+    gvisor = judge_corpus(isolation, "gvisor")
+    ended = time.monotonic()
+    differ = 0
+    for a, b in zip(namespaces, gvisor, strict=True):
+        if verdict(a) != verdict(b):
+            differ += 1
+            print(f"DIFFERS {a.case.name}: namespaces {verdict(a)} gvisor {verdict(b)}")
+    bad = sum(not j.ok for j in gvisor)
+    print(
+        f"{len(namespaces)} candidates: {differ} verdicts differ; gVisor's not as expected: "
+        f"{bad}; namespaces {middle - started:.1f} s, gVisor {ended - middle:.1f} s"
+    )
+    return 1 if differ or bad else 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--isolation", default="auto", choices=("auto", "process", "in-process"))
-    judged = judge_corpus(parser.parse_args().isolation)
+    parser.add_argument("--compare-backends", action="store_true")
+    args = parser.parse_args()
+    if args.compare_backends:
+        return compare_backends(args.isolation)
+    judged = judge_corpus(args.isolation)
     for j in judged:
         reasons = j.result.integrity.reasons
         strong = [r.code for r in reasons if r.severity != "hint"]

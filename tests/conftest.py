@@ -261,6 +261,30 @@ sys.addaudithook(_note_process)
 _FAST_CPU_S = 3.0
 
 
+#: Where each test's CPU is appended, where asked (``SCOREWRIGHT_CPU_LOG=FILE``): what a
+#: test and the processes it waited for spent (``os.times``: a warm parent's, and every run
+#: it forked, count when the test or fixture that closes it reaps it), for finding what
+#: makes the suite slow beside other jobs (benchmarks/README.md).
+_CPU_LOG = os.environ.get("SCOREWRIGHT_CPU_LOG")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> object:
+    if not _CPU_LOG:
+        return (yield)
+    before = os.times()
+    outcome = yield
+    after = os.times()
+    own = after.user + after.system - before.user - before.system
+    waited = (
+        after.children_user + after.children_system
+        - before.children_user - before.children_system
+    )  # fmt: skip
+    with open(_CPU_LOG, "a", encoding="utf-8") as log:
+        log.write(f"{own:.3f}\t{waited:.3f}\t{after.elapsed - before.elapsed:.3f}\t{item.nodeid}\n")
+    return outcome
+
+
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item) -> object:
     # The fast loop (-m "not slow") starts no process and spends little CPU: a test that
