@@ -313,7 +313,10 @@ def test_a_candidate_whose_first_tests_hang_gets_every_later_test_scored(tmp_pat
     with Evaluator(tests, reference=reference) as ev:
         result = ev.score(candidate)
     outcomes = [t.outcome for t in result.tests]
-    assert outcomes == ["timeout"] * 2 + ["passed"] * 6, outcomes
+    # (Once, beside the suite at -n 4 and two CPU-bound jobs, every test after the two
+    # hangs read not_run; never reproduced at load 8 alone: the messages say why next time.)
+    why = [t.message for t in result.tests], result.error, result.integrity.reasons
+    assert outcomes == ["timeout"] * 2 + ["passed"] * 6, (outcomes, why)
     assert result.signal("pass_rate") == 0.75
 
 

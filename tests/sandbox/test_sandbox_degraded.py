@@ -120,7 +120,9 @@ def test_a_fork_bomb_tree_leaves_no_process_behind(evaluator: Evaluator, tmp_pat
     assert left == [], f"{len(left)} processes outlived score()"
     # The per-test limit (or, were it off, the run's deadline) ends the bomb's test.
     assert result.signal("pass_rate") == 0.0  # type: ignore[attr-defined]
-    assert result.tests[0].outcome in ("timeout", "failed")  # type: ignore[attr-defined]
+    # (A forked copy of the test process may report first, as an error of the call: none
+    # is a pass. Seen once, in a delegated cgroup beside four runs at a time.)
+    assert result.tests[0].outcome in ("timeout", "failed", "error")  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("killed", ["caller", "warm parent"])

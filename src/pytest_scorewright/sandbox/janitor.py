@@ -32,9 +32,9 @@ from pytest_scorewright.sandbox import owner
 from pytest_scorewright.sandbox.owner import owner_env
 from pytest_scorewright.sandbox.workspace import remove_work_dir
 
-#: Times the removal is tried, a little apart: a run's last process may still be writing
-#: into its work dir for a moment after the caller died.
-_TRIES = 5
+#: How long the removal is tried, a little apart: a run's last process may still be writing
+#: into its work dir after the caller died (a moment quiet; seconds on a machine at load 8).
+_TRY_FOR_S = 30.0
 _PAUSE_S = 0.2
 
 
@@ -86,13 +86,14 @@ def _removable(path: str) -> bool:
 
 
 def _remove(left: dict[str, int | None]) -> None:
-    for _ in range(_TRIES):
+    until = time.monotonic() + _TRY_FOR_S
+    while True:
         for path, uid in list(left.items()):
             if _removable(path):
                 remove_work_dir(Path(path), uid)
             if not os.path.lexists(path):
                 del left[path]
-        if not left:
+        if not left or time.monotonic() > until:
             return
         time.sleep(_PAUSE_S)
 
@@ -127,7 +128,7 @@ def _lines_while_the_caller_lives() -> Iterator[bytes]:
     while not owner.gone(caller, pidfd) and pool != -1:
         readable, _, _ = select.select([stdin, *owners], [], [], 1.0)
         if any(fd in readable for fd in owners):
-            return
+            break
         if stdin in readable:
             chunk = os.read(stdin, 1 << 16)
             if not chunk:
@@ -135,6 +136,15 @@ def _lines_while_the_caller_lives() -> Iterator[bytes]:
             buffered += chunk
             *lines, buffered = buffered.split(b"\n")
             yield from lines
+    # The caller is gone, but what it said last may still be in the pipe (a janitor slow to
+    # be scheduled sees the death and the last line at once): a work dir made just before
+    # the kill is among them, and must be removed too.
+    while select.select([stdin], [], [], 0)[0]:
+        chunk = os.read(stdin, 1 << 16)
+        if not chunk:
+            break
+        buffered += chunk
+    yield from buffered.split(b"\n")
 
 
 if __name__ == "__main__":
