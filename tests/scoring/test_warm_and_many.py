@@ -457,21 +457,3 @@ def _ticks() -> int:
     from pytest_scorewright.kernel.procfs import start_ticks
 
     return start_ticks(os.getpid()) or 0
-
-
-def test_a_runs_work_dir_is_removed_by_its_job_before_the_answer(tmp_path: Path) -> None:
-    # Removal's CPU belongs to the run's job process (forked by the warm parent, one per
-    # run), not to the caller: by the time the answer is read, the work dir is gone.
-    work = tmp_path / "work"
-    work.mkdir()
-    with Evaluator(TASK / "tests", reference=TASK / "reference", workdir=work) as ev:
-        ready = ev._prepared()
-        suite = ready.suites(ev._dirs, None, heldout=False)[0]
-        run = ready.runner.launch(TASK / "reference", suite, (), 30.0, False)
-        assert run.warm is not None
-        run.future.result(timeout=120)
-        assert not run.workspace.root.exists()
-        outcome = run.wait()  # the caller's own removal finds nothing left, and says nothing
-    assert outcome.exit_code == 0
-    assert not outcome.timed_out
-    assert sorted(p.name for p in work.iterdir() if p.name.startswith("scorewright-")) == []

@@ -277,10 +277,6 @@ def _start_job(request_id: int, spec: SandboxSpec, close: Sequence[int]) -> _Job
                 os.dup2(null, fd)
             os.close(null)
             outcome = run_sandboxed(spec, config, disposable=True, stop_r=stop_r)
-            # The run's work dir goes here, in this job, not in the caller, which reads
-            # nothing of it after the answer: removal's CPU is spread over the jobs, and the
-            # caller's own removal finds nothing (issue 45). Its processes are gone by now.
-            _remove(os.path.dirname(spec.stage_dir))
             # Strict: a NaN or a lone surrogate (none can pass the run's decoding) would
             # fail here, in this job, never in the caller.
             text = json.dumps(outcome_to_wire(outcome), ensure_ascii=False, allow_nan=False)
