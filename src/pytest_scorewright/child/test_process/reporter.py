@@ -14,6 +14,7 @@ import os
 import sys
 from collections.abc import Callable, Generator
 from types import TracebackType
+from typing import Any
 
 import pytest
 
@@ -77,6 +78,28 @@ class ChildReporter:
             return (yield)
         finally:
             self.clock.stop()
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_timeout_set_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        # pytest-timeout's timer, set by the clock: its alarm fails nothing between phases.
+        return self.clock.set_wall_timer(item, settings) if self.clock is not None else None
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_setup(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield) if self.clock is None else (yield from self._phase())
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield) if self.clock is None else (yield from self._phase())
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)
+    def pytest_runtest_teardown(self, item: pytest.Item) -> Generator[None, None, None]:
+        return (yield) if self.clock is None else (yield from self._phase())
+
+    def _phase(self) -> Generator[None, None, None]:
+        assert self.clock is not None  # noqa: S101 - only called with a clock
+        with self.clock.phase():
+            return (yield)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_collection(self, session: pytest.Session) -> None:

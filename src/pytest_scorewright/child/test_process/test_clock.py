@@ -16,7 +16,14 @@ gets the signal again every :data:`REFIRE_S`, over its CPU limit or past its wal
 that much: each further hang in it is cut as quickly. A signal that finds the test process
 in our own reporting (the reporter's hooks, a message being written to the parent) is let
 pass, and the next one comes :data:`REFIRE_S` later: a failure raised there would lose a
-report, not cut a hang.
+report, not cut a hang. The same holds between a test's phases, while pytest writes the
+report of one (setup, call, teardown) and before the next starts: a failure raised there is
+pytest's internal error, which ends the session and leaves every later test not run. So
+neither our signal nor pytest-timeout's alarm (its timer is set here, :meth:`TestClock.
+set_wall_timer`, as its own but for this) fails anything between phases: seen under load, a
+test failed at its CPU limit at 1.0 s and pytest-timeout's 1.0 s alarm found the report being
+written, and a right program's six later tests read ``not_run``. A hang after that point is
+still cut, by this clock's wall limit.
 
 A quick test (over before the watcher's first look) costs one ``process_time`` call at each
 end and no read of /proc: only tests that take a while are measured in full.
@@ -27,12 +34,14 @@ stop the thread: it would only go on hanging until its wall limit or the run's d
 
 from __future__ import annotations
 
+import contextlib
 import signal
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import FrameType
+from typing import Any
 
 import pytest
 
@@ -101,11 +110,44 @@ class TestClock:
         self._why = ""  # what the last signal was for: its message
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
+        #: Whether a phase of a test (setup, call, teardown) is running in the test's thread:
+        #: only then may a timeout be raised (see the module docstring).
+        self.in_phase = False
 
     # -- in the test's thread ------------------------------------------------------------------
 
     def install(self) -> None:
         signal.signal(SIGNAL, self._on_signal)
+
+    @contextlib.contextmanager
+    def phase(self) -> Iterator[None]:
+        """Around one phase of a test: timeouts may be raised inside it."""
+        self.in_phase = True
+        try:
+            yield
+        finally:
+            self.in_phase = False
+
+    def set_wall_timer(self, item: pytest.Item, settings: Any) -> bool | None:
+        """pytest-timeout's ``pytest_timeout_set_timer``, as its own signal method sets it
+        (``settings``: its Settings), but with an alarm that fails nothing between phases;
+        None where it would not use a signal (it then sets its own timer)."""
+        if settings.method != "signal" or threading.current_thread() is not threading.main_thread():
+            return None
+        import pytest_timeout  # type: ignore[import-untyped]  # loaded: it calls this hook
+
+        def alarm(signum: int, frame: FrameType | None) -> None:
+            if self.in_phase:
+                pytest_timeout.timeout_sigalrm(item, settings)
+
+        def cancel() -> None:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, signal.SIG_DFL)
+
+        item.cancel_timeout = cancel  # type: ignore[attr-defined]
+        signal.signal(signal.SIGALRM, alarm)
+        signal.setitimer(signal.ITIMER_REAL, settings.timeout)
+        return True
 
     def limits_of(self, nodeid: str) -> Limit | None:
         """The (wall, CPU) limits ``nodeid`` runs under now, or None: the command line's."""
@@ -217,7 +259,7 @@ class TestClock:
             fired, current, why = self._fired, self._nodeid, self._why
         if fired is None or fired != current or not why:
             return  # late: the test it was meant for is over
-        if _in_reporting(frame):
+        if not self.in_phase or _in_reporting(frame):
             return  # the watcher sends it again REFIRE_S later, if the test still runs
         pytest.fail(why, pytrace=False)
 
