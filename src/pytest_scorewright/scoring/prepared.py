@@ -223,9 +223,10 @@ def _learn(
         runner.calibrate(
             dataclasses.replace(settings.limits, test_timeout_s=settings.limits.timeout_s)
         )
+    runs = dirs.runs(visible, heldout, None, None)
     reference = references.learn(
         functools.partial(runner.run_reference, dirs.reference),
-        dirs.runs(visible, heldout, None, None),
+        runs,
         dirs.reference,
         tests=dirs.tests,
         isolation=settings.isolation,
@@ -235,7 +236,6 @@ def _learn(
         measured=settings.fail_to_pass,
     )
     if dirs.gold is not None:
-        runs = dirs.runs(visible, heldout, None, None)
         judged, _ = runner.run_reference(dirs.gold, runs, reference.isolated)
         reference = references.witnessed(reference, [s.name for s in runs], judged)
     # Candidates' runs take each test's own limits, from the reference's time for it.
