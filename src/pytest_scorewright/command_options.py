@@ -136,8 +136,8 @@ def add_evaluator_options(p: argparse.ArgumentParser, *, tests_required: bool = 
         default=None,
         metavar="SECONDS",
         help="Wall-time limit of every test (pytest-timeout); 0 for none (default: each test "
-        "its own, ten times its wall and CPU time with the reference, at least 1 s of wall "
-        "time and 0.5 s of CPU; without a reference a quarter of --timeout, at most 10)",
+        "its own: ten times its wall time with the reference, at least 1 s, and five times "
+        "its CPU time, at least 0.5 s; without a reference a quarter of --timeout, at most 10)",
     )
     p.add_argument(
         "--reference-baseline",
