@@ -26,6 +26,11 @@ pytest_plugins = ["pytester"]
 # Corpus tasks are data (candidates and their tests), run by test_integrity_corpus.py.
 collect_ignore = ["corpus", "isolation_task", "speed_task", "flaky_task"]
 
+# Tasks prepared here keep no reference times between preparations (scoring/kept_times.py):
+# each test measures its task afresh, whatever ran before it on this machine; the tests of
+# the kept times themselves name a directory of their own.
+os.environ["SCOREWRIGHT_TIMES_DIR"] = "off"
+
 #: pytest-benchmark (in the dev extra, for tests/plugin/test_benchmark_fixture.py) is loaded by
 #: pytest into every run it starts, where it writes .benchmarks/ and takes the `benchmark`
 #: fixture; pytester runs leave it out unless a test says otherwise.

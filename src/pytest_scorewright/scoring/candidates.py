@@ -46,15 +46,16 @@ def source_file(code: str, module: str) -> Iterator[Path]:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def content_key(path: Path, *parts: object) -> str | None:
+def content_key(path: Path, *parts: object, skip: frozenset[str] = frozenset()) -> str | None:
     """A digest of the candidate's files (names and bytes) and ``parts``; None where it is
-    too large to be worth it or cannot be read (then it is simply scored).
+    too large to be worth it or cannot be read (then it is simply scored). Directories named
+    in ``skip`` are left out.
 
     What a run copies, read as it copies it: regular files only, no link followed (a link to
     a large host file must not be read by this process), each file's size checked before
     it is read, and no read past the budget."""
     digest = hashlib.sha256(repr(parts).encode())
-    files = [path] if path.is_file() else _regular_files(path)
+    files = [path] if path.is_file() else _regular_files(path, skip=skip)
     if files is None:
         return None
     left = MAX_HASHED_BYTES
@@ -68,12 +69,14 @@ def content_key(path: Path, *parts: object) -> str | None:
     return digest.hexdigest()
 
 
-def _regular_files(top: Path, limit: int = 10_000) -> list[Path] | None:
-    """Regular files below ``top`` (links neither followed nor listed), sorted; None past
-    ``limit`` files."""
+def _regular_files(
+    top: Path, limit: int = 10_000, skip: frozenset[str] = frozenset()
+) -> list[Path] | None:
+    """Regular files below ``top`` (links neither followed nor listed, directories named in
+    ``skip`` left out), sorted; None past ``limit`` files."""
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(top, followlinks=False):
-        dirnames.sort()
+        dirnames[:] = sorted(d for d in dirnames if d not in skip)
         for name in filenames:
             candidate = Path(dirpath) / name
             with contextlib.suppress(OSError):

@@ -19,11 +19,16 @@ from pytest_scorewright.sandbox.gvisor import VAR_TMP, GvisorSandbox
 from pytest_scorewright.sandbox.gvisor import features as gvisor_features
 from pytest_scorewright.sandbox.plan import RunPlanner
 from pytest_scorewright.sandbox.workspace import require_candidate, require_dir
+from pytest_scorewright.scoring import kept_times
 from pytest_scorewright.scoring import reference as references
+from pytest_scorewright.scoring.candidates import content_key
 from pytest_scorewright.scoring.objectives import ObjectiveSet
 from pytest_scorewright.scoring.runs import Expected, Judged, Runner, Suite, message_cap
 from pytest_scorewright.scoring.settings import EvaluatorSettings, PathLike
 from pytest_scorewright.warm.parent import WarmParent, take_prestarted
+
+#: Directories pytest and Python leave beside a suite: not part of what a task is.
+CACHE_DIRS = frozenset({"__pycache__", ".pytest_cache"})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -238,9 +243,22 @@ def _learn(
     if dirs.gold is not None:
         judged, _ = runner.run_reference(dirs.gold, runs, reference.isolated)
         reference = references.witnessed(reference, [s.name for s in runs], judged)
-    # Candidates' runs take each test's own limits, from the reference's time for it.
-    limits = settings.limits.calibrated(reference.test_times)
+    # Candidates' runs take each test's own limits, from the reference's time for it: as
+    # this task's first preparation on this machine measured it (kept_times.py), so that
+    # its limits do not change from one preparation to the next.
+    times = reference.test_times
+    if settings.limits.test_timeout_s is None:
+        times = kept_times.kept(_task_key(settings, dirs), times)
+    limits = settings.limits.calibrated(times)
     return Learned(visible, heldout, reference, limits, runner.planner.settings.round_key)
+
+
+def _task_key(settings: EvaluatorSettings, dirs: Dirs) -> str | None:
+    """The key of this task's kept times: its suites' and reference's bytes (not the
+    bytecode pytest may have left beside them) and every setting."""
+    digests = [content_key(p, skip=CACHE_DIRS) for p in (*dirs.suites, dirs.reference) if p]
+    content = None if None in digests else repr(digests)
+    return kept_times.task_key(content, repr(settings))
 
 
 def close_runner(runner: Runner) -> None:
