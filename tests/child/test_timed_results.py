@@ -7,6 +7,7 @@ one with fresh random arguments each round whose result the test does not assert
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -357,3 +358,31 @@ def test_a_lazy_timed_result_does_its_work_on_the_clock(tmp_path: Path, isolatio
             speedup = result.signal("speedup")
             # Deferred, it read 92-145x; consumed on the clock it does the same work.
             assert speedup is None or speedup <= MOST_FOR_GAMING, (name, speedup)
+
+
+def test_time_between_many_quick_tests_is_no_reason_to_reject_only_to_credit_no_speed(
+    tmp_path: Path,
+) -> None:
+    # What a loaded machine did to an honest library's 216 quick tests (pytest's durations
+    # 0.19 s, the parent's clock 0.79 s), made here by the trusted suite itself: each
+    # report is followed by 20 ms that no test's duration holds. timing_mismatch says the
+    # clocks disagree: the answers are scored, the speed is not credited.
+    tests = tmp_path / "tests"
+    shutil.copytree(TASK / "tests", tests)
+    (tests / "conftest.py").write_text(
+        "import time\n\ndef pytest_runtest_logreport(report):\n    time.sleep(0.02)\n",
+        encoding="utf-8",
+    )
+    (tests / "test_many.py").write_text(
+        "import pytest\nimport solution\n\n@pytest.mark.parametrize('n', range(40))\n"
+        "def test_quick(n):\n    assert solution.count_primes(2) == 0\n",
+        encoding="utf-8",
+    )
+    with Evaluator(tests, reference=TASK / "reference") as ev:
+        result = ev.score(CANDIDATES / "honest_fast.py")
+    codes = {r.code for r in result.integrity.reasons}
+    assert "timing_mismatch" in codes, result.to_json()
+    assert not result.integrity.flagged, codes
+    assert not result.integrity.rejected
+    assert result.signal("pass_rate") == 1.0
+    assert result.signal("speedup") is None

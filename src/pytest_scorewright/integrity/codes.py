@@ -98,7 +98,10 @@ CODES: Mapping[str, Code] = {
         "library, a table made in advance); no speed is credited, the tests count as run",
     ),
     "timing_mismatch": Code(
-        _G, "parent", "pytest's own durations account for < 25% of the parent's clock"
+        _H,
+        "parent",
+        "pytest's own durations account for < 25% of the parent's clock: no speed is credited "
+        "(a loaded machine stretches what lies between many quick tests, too)",
     ),
     "cross_run_speedup": Code(
         _G, "parent", "with repeats, the first run > 3x slower than later ones: a cache"
