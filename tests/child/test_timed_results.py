@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -16,6 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import Benchmark, ScoreResult
 from pytest_scorewright.results.measure import credited_median, lower_median
 
@@ -382,6 +384,37 @@ def test_time_between_many_quick_tests_is_no_reason_to_reject_only_to_credit_no_
         result = ev.score(CANDIDATES / "honest_fast.py")
     codes = {r.code for r in result.integrity.reasons}
     assert "timing_mismatch" in codes, result.to_json()
+    assert not result.integrity.flagged, codes
+    assert not result.integrity.rejected
+    assert result.signal("pass_rate") == 1.0
+    assert result.signal("speedup") is None
+
+
+def test_a_first_run_far_slower_than_its_repeats_keeps_its_answers_and_earns_no_speed(
+    tmp_path: Path,
+) -> None:
+    # A load spike during the first of three runs, made by the candidate's clock: the first
+    # call made in the next four seconds sleeps five, so the first run is slow and its two
+    # repeats are not. A surviving cache would look the same; either way the answers count
+    # and the speed does not.
+    slow = tmp_path / "solution.py"
+    fast = (CANDIDATES / "honest_fast.py").read_text(encoding="utf-8")
+    with Evaluator(
+        TASK / "tests",
+        reference=TASK / "reference",
+        repeats=2,
+        limits=Limits(timeout_s=60, test_timeout_s=20),
+    ) as ev:
+        ev.prepare()
+        slow.write_text(
+            fast + f"\nimport time\n_until = {time.time() + 4.0}\n_count = count_primes\n\n"
+            "def count_primes(n):\n    if time.time() < _until:\n        time.sleep(5.0)\n"
+            "    return _count(n)\n",
+            encoding="utf-8",
+        )
+        result = ev.score(slow)
+    codes = {r.code for r in result.integrity.reasons}
+    assert "cross_run_speedup" in codes, (result.signal("first_run_ratio"), codes)
     assert not result.integrity.flagged, codes
     assert not result.integrity.rejected
     assert result.signal("pass_rate") == 1.0

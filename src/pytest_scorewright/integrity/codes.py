@@ -104,7 +104,10 @@ CODES: Mapping[str, Code] = {
         "(a loaded machine stretches what lies between many quick tests, too)",
     ),
     "cross_run_speedup": Code(
-        _G, "parent", "with repeats, the first run > 3x slower than later ones: a cache"
+        _H,
+        "parent",
+        "with repeats, the first run > 3x slower than later ones: a cache, or a load spike; "
+        "no speed is credited",
     ),
     "anchor_not_plain": Code(_G, "parent", "an anchored value was not made of builtin types"),
     "submission_unexpected": Code(

@@ -29,7 +29,7 @@ from pytest_scorewright.scoring.reference import Reference
 JudgedRun = tuple[str, tuple[RunVerdict, ChildOutcome]]
 
 #: Evidence that the clocks cannot be trusted for this candidate, and nothing more.
-UNTIMED = frozenset({"import_time_work", "timing_mismatch"})
+UNTIMED = frozenset({"import_time_work", "timing_mismatch", "cross_run_speedup"})
 
 
 def assemble(
@@ -77,8 +77,9 @@ def assemble(
     # Work at import time is how a table of answers would dodge the benchmarks' clock, and
     # how an honest program loads pandas; pytest's durations far below the parent's clock
     # are how patched timers look, and how a loaded machine looks between 200 quick tests
-    # (an honest library was rejected for it, in CI-like load): their speed is not
-    # credited, their answers are.
+    # (an honest library was rejected for it, in CI-like load); a first run far slower than
+    # its repeats is a cache that survived, or a load spike: their speed is not credited,
+    # their answers are.
     timed = present and all(r.code not in UNTIMED for r in reasons)
     observed = [o for _, (_, o) in runs]
     cpu = [o.cpu_s for o in observed]
