@@ -221,7 +221,10 @@ def test_cpu_time_is_reported_beside_wall_time_and_work_off_the_clock_earns_no_s
     for _ in range(3):
         ahead = evaluator.score(CANDIDATES / "precompute_between.py")
         assert (ahead.signal("speedup") or 0.0) <= MOST_FOR_GAMING, ahead.to_json()
-        found |= {r.code for r in ahead.integrity.reasons}
+        codes = {r.code for r in ahead.integrity.reasons}
+        if "work_off_the_clock" in codes:  # seen in one test, it voids every test's speed
+            assert ahead.signal("speedup") is None, ahead.to_json()
+        found |= codes
         if "work_off_the_clock" in found:
             break
     busy = os.getloadavg()[0] > (os.cpu_count() or 1)

@@ -127,7 +127,8 @@ CODES: Mapping[str, Code] = {
         "parent",
         "with the candidate apart on one CPU, its processes used more CPU over a benchmark's "
         "timed rounds than the rounds took: work between rounds or after them (a background "
-        "thread or process); that test's speed is not credited",
+        "thread or process); no speed is credited to the candidate (its helper works beside "
+        "every test, and a busy machine can hide it in some)",
     ),
     "benchmark_noisy": Code(
         _H, "parent", "a benchmark's per-call times vary by more than their mean"
