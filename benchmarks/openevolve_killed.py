@@ -21,6 +21,7 @@ time. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -117,6 +118,25 @@ def _readable_by_others(path: Path, top: Path) -> bool:
     return True
 
 
+def _described(tmp: Path, names: list[str]) -> str:
+    """What is left, for finding out why: each entry's name, owner and ``.owner`` file."""
+    if not names:
+        return ""
+    said = []
+    for name in sorted(names)[:4]:
+        path = tmp / name
+        try:
+            uid = path.lstat().st_uid
+            owner = (path / ".owner").read_text(encoding="utf-8").strip()
+        except OSError as exc:
+            owner = f"no .owner ({type(exc).__name__})"
+            uid = -1 if not path.exists() else path.lstat().st_uid
+        said.append(f"{name} uid {uid} owner {owner!r}")
+        with contextlib.suppress(OSError):
+            said[-1] += f" holding {sorted(os.listdir(path))[:6]}"
+    return ": " + "; ".join(said)
+
+
 def one(at: float, group: bool, settle: float) -> tuple[bool, str]:
     tmp = Path(tempfile.mkdtemp(prefix="oe-killed-"))
     os.chmod(tmp, 0o755)  # noqa: S103 - a shared temp dir, as /tmp is
@@ -163,7 +183,8 @@ def one(at: float, group: bool, settle: float) -> tuple[bool, str]:
         from pytest_scorewright.sandbox.leftovers import sweep
 
         sweep(tmp)
-        swept = f" ({len(_left_in(tmp, texts)[1])} after the next Evaluator's sweep)"
+        kept = _left_in(tmp, texts)[1]
+        swept = f" ({len(kept)} after the next Evaluator's sweep{_described(tmp, kept)})"
     line = (
         f"killed {how:>5} at {at:4.1f}s ({served} of ours serving it): after {waited:4.1f}s "
         f"{len(alive)} of our processes, "

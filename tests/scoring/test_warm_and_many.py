@@ -453,6 +453,30 @@ def test_every_dir_of_ours_names_its_owner_and_a_dead_owners_are_swept(tmp_path:
     assert alive.exists()
 
 
+def test_a_dir_whose_maker_died_before_naming_it_is_swept_by_its_name(tmp_path: Path) -> None:
+    # A whole process group killed under load: a caller can die between making its dir and
+    # writing .owner in it (CI once found two such dirs the sweep could not attribute). The
+    # dir's own name says whose it is.
+    from pytest_scorewright.sandbox import leftovers
+    from pytest_scorewright.sandbox.workspace import OWNER_FILE, owned_tempdir
+
+    made = subprocess.run(
+        [sys.executable, "-c", "from pytest_scorewright.sandbox.workspace import owned_tempdir\n"
+         f"print(owned_tempdir('scorewright-', {str(tmp_path)!r}))"],
+        capture_output=True, text=True, check=True,
+    ).stdout.strip()  # fmt: skip
+    unnamed = Path(made)
+    (unnamed / OWNER_FILE).unlink()  # as if killed before it was written
+    (unnamed / "tests").mkdir()
+    mine = owned_tempdir("scorewright-", tmp_path)
+    (mine / OWNER_FILE).unlink()  # a live owner, by its name alone
+    older = tmp_path / "scorewright-abcdefgh"  # an older version's: no owner anywhere
+    older.mkdir()
+    assert leftovers.sweep(tmp_path) == [unnamed]
+    assert mine.exists()
+    assert older.exists()
+
+
 def _ticks() -> int:
     from pytest_scorewright.kernel.procfs import start_ticks
 

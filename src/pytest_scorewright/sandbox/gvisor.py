@@ -29,7 +29,6 @@ import secrets
 import shutil
 import subprocess
 import sys
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,7 +37,7 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.plan import hideable_top_dirs, masks_for, python_paths
-from pytest_scorewright.sandbox.workspace import name_owner
+from pytest_scorewright.sandbox.workspace import owned_tempdir
 
 #: How to get runsc, said where it is missing.
 INSTALL = (
@@ -95,12 +94,11 @@ class GvisorSandbox:
     def __init__(self, trusted: Sequence[Path], workdir: str | None) -> None:
         self.runsc = runsc()
         # Its bundle and state (root's alone), where the caller keeps its work dirs.
-        self.home = Path(tempfile.mkdtemp(prefix="scorewright-gvisor-", dir=workdir))
+        # Both removed by a later Evaluator if we die (their names and .owner say whose).
+        self.home = owned_tempdir("scorewright-gvisor-", workdir)
         base = workdir or (VAR_TMP if os.path.isdir(VAR_TMP) else str(self.home))
-        self.workdir = Path(tempfile.mkdtemp(prefix="scorewright-gvisor-work-", dir=base))
+        self.workdir = owned_tempdir("scorewright-gvisor-work-", base)
         os.chmod(self.workdir, 0o711)  # noqa: S103 - runs' uids pass to their own dirs only
-        for made in (self.home, self.workdir):  # removed by a later Evaluator if we die
-            name_owner(made)
         self._names: list[str] = []  # one per start: a warm parent that died is started anew
         self._trusted = [p.resolve() for p in trusted]
 

@@ -7,13 +7,16 @@ left then holds copies of the candidate and of the tests, held-out tests include
 their owner). So each work dir names its owner as it is made (``.owner``, written by
 sandbox/workspace.py: the caller's pid and start time), and every Evaluator, as it is
 prepared, removes the ``scorewright-*`` dirs of the same base that its uid owns and whose
-owner is no longer alive. A dir without the file (an older version's) is left alone.
+owner is no longer alive. A dir without the file says its owner in its name (a caller killed
+between making it and writing the file); one without either (an older version's) is left
+alone.
 """
 
 from __future__ import annotations
 
 import contextlib
 import os
+import re
 import stat
 import tempfile
 from pathlib import Path
@@ -49,8 +52,14 @@ def sweep(base: Path | None) -> list[Path]:
     return removed
 
 
+#: The owner in a work dir's own name (workspace.owned_tempdir): ``-<pid>.<ticks>-`` and
+#: mkdtemp's eight characters.
+_NAMED_OWNER = re.compile(r"-(\d+)\.(\d+)-[A-Za-z0-9_]{8}$")
+
+
 def _orphaned(entry: os.DirEntry[str]) -> bool:
-    """A directory (not a link) of this uid whose ``.owner`` names a process that is gone."""
+    """A directory (not a link) of this uid whose ``.owner``, or failing that whose name,
+    names a process that is gone."""
     with contextlib.suppress(OSError, ValueError):
         info = entry.stat(follow_symlinks=False)
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
@@ -58,8 +67,14 @@ def _orphaned(entry: os.DirEntry[str]) -> bool:
         owner = Path(entry.path, OWNER_FILE)
         if owner.is_symlink():
             return False
-        with owner.open("rb") as fh:
-            pid_text, started_text = fh.read(64).split()[:2]
+        try:
+            with owner.open("rb") as fh:
+                pid_text, started_text = fh.read(64).split()[:2]
+        except FileNotFoundError:  # killed before it was written: the name says it
+            named = _NAMED_OWNER.search(entry.name)
+            if named is None:
+                return False  # an older version's dir: left alone
+            pid_text, started_text = named.group(1).encode(), named.group(2).encode()
         pid, started = int(pid_text), int(started_text)
         return pid > 0 and start_ticks(pid) != started
     return False

@@ -34,7 +34,7 @@ from pytest_scorewright.sandbox import uids
 from pytest_scorewright.sandbox.guarantees import Facts
 from pytest_scorewright.sandbox.host import Features
 from pytest_scorewright.sandbox.janitor import Janitor
-from pytest_scorewright.sandbox.workspace import Workspace, name_owner
+from pytest_scorewright.sandbox.workspace import Workspace, owned_tempdir
 from pytest_scorewright.suite.early_hooks import needs_early_conftest, needs_parsing_in_run
 from pytest_scorewright.suite.rewritten import lay_down, rewritten_suite
 from pytest_scorewright.suite.warm_config import STARTABLE_PLUGINS
@@ -449,9 +449,10 @@ class RunPlanner:
         at_parse = [why for why in map(needs_parsing_in_run, suites) if why]
         if at_parse:
             return None, f"{at_parse[0]}, which pytest needs while it parses"
-        root = Path(tempfile.mkdtemp(prefix="scorewright-fixed-", dir=s.workdir))
+        # A caller killed with its warm parent leaves it to the next sweep (its name and
+        # .owner say whose it is).
+        root = owned_tempdir("scorewright-fixed-", s.workdir)
         os.chmod(root, 0o755)  # noqa: S103 - a mount point; the run's own dir covers it
-        name_owner(root)  # a caller killed with its warm parent leaves it to the next sweep
         (root / _INI).write_text(s.ini_text, encoding="utf-8")  # read by the warm parent
         self._remove_fixed_root = weakref.finalize(self, shutil.rmtree, root, True)
         return root, "the warm parent could not parse it"

@@ -164,8 +164,7 @@ class Workspace:
         support: Sequence[Path] = (),
         janitor: WorkDirKeeper | None = None,
     ) -> Workspace:
-        root = Path(tempfile.mkdtemp(prefix="scorewright-", dir=base))
-        name_owner(root)
+        root = owned_tempdir("scorewright-", base)
         if janitor is not None:  # before anything is copied in
             janitor.made(root)
         ws = cls(root, root / "candidate", root / "tests", root / "home", CopyReport())
@@ -213,6 +212,18 @@ class Workspace:
 
 #: A work dir's owner: the pid and start time of the process that made it (leftovers.py).
 OWNER_FILE = ".owner"
+
+
+def owned_tempdir(prefix: str, base: str | Path | None) -> Path:
+    """A new private directory in ``base`` (the temp dir by default) whose very name says
+    which process made it (``<prefix><pid>.<start ticks>-XXXXXXXX``), then ``.owner`` says it
+    again: a caller killed between the two (a whole process group at once, under load:
+    CI once found two such dirs the sweep could not attribute) still leaves nothing that a
+    later Evaluator cannot remove (leftovers.py)."""
+    pid = os.getpid()
+    root = Path(tempfile.mkdtemp(prefix=f"{prefix}{pid}.{start_ticks(pid) or 0}-", dir=base))
+    name_owner(root)
+    return root
 
 
 def name_owner(directory: Path) -> None:

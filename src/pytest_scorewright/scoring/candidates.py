@@ -10,7 +10,6 @@ import hashlib
 import os
 import shutil
 import stat
-import tempfile
 import threading
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
@@ -18,7 +17,7 @@ from pathlib import Path
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.result import ScoreResult
-from pytest_scorewright.sandbox.workspace import name_owner
+from pytest_scorewright.sandbox.workspace import owned_tempdir
 
 #: Results kept for identical content (the oldest go first).
 MAX_REMEMBERED = 1024
@@ -31,9 +30,8 @@ def source_file(code: str, module: str) -> Iterator[Path]:
     """``code`` written as ``<module>.py`` in a private directory, removed afterwards."""
     if not isinstance(code, str):
         raise ConfigError(f"score_source takes program text (str), not {type(code).__name__}")
-    folder = Path(tempfile.mkdtemp(prefix="scorewright-source-"))
-    try:
-        name_owner(folder)  # a caller killed mid-score leaves it to the next sweep
+    folder = owned_tempdir("scorewright-source-", None)  # a caller killed mid-score
+    try:  # leaves it to the next sweep
         path = folder / f"{module}.py"
         try:
             path.write_text(code, encoding="utf-8", errors="surrogateescape")
