@@ -56,7 +56,17 @@ PARENT_ONLY = (
 #: faces (reports, audit, verify, the loops' adapters), the CLI. Only the package's own
 #: ``__init__`` (which re-exports the public names) is above them all.
 LAYERS = (
-    ("_version", "errors", "_text", "limits", "result", "schema", "hookspecs", "html_page"),
+    (
+        "_version",
+        "errors",
+        "_text",
+        "limits",
+        "result",
+        "schema",
+        "hookspecs",
+        "html_page",
+        "user_cache",
+    ),
     ("protocol",),
     ("kernel",),
     ("child",),

@@ -224,6 +224,17 @@ def test_require_isolation_holds_for_an_ordinary_user_with_namespaces(home: Path
     )
 
 
+def test_a_uid_with_no_home_and_no_passwd_entry_scores_and_keeps_no_times(home: Path) -> None:
+    # As containers run an arbitrary uid: no HOME, no passwd entry, so no cache directory for
+    # the reference's times (scoring/kept_times.py): each preparation measures, no error.
+    cli = [sys.executable, "-m", "pytest_scorewright.cli", *_task(home)]
+    bare = ["env", "-u", "HOME", "-u", "XDG_CACHE_HOME", "-u", "SCOREWRIGHT_TIMES_DIR", *cli]
+    done = run_in("user", home, bare, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["ok"] is True
+    assert not (home / ".cache").exists()
+
+
 #: A candidate whose test leaves a daemon behind, writes files its uid alone may remove, and
 #: reports the uid it ran as (on the host, read from /proc by the parent's side of the test).
 _SUBIDS_CANDIDATE = """

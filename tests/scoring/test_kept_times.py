@@ -105,6 +105,7 @@ def test_the_default_place_is_the_users_cache(
     assert kept_times.directory() == tmp_path / "scorewright" / "times"
     monkeypatch.delenv("XDG_CACHE_HOME")
     assert kept_times.directory() == Path.home() / ".cache" / "scorewright" / "times"
+    # A uid with no HOME and no passwd entry: test_sandbox_modes.py scores as one.
 
 
 TIMES = st.dictionaries(

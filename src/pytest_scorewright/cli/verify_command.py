@@ -73,7 +73,7 @@ def add_verify_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) 
         "--venv",
         action="store_true",
         help="Verify in a venv built from the base commit's requirements, cached and reused "
-        f"(under --venv-cache, default {DEFAULT_CACHE})",
+        f"(under --venv-cache, default {DEFAULT_CACHE or '$XDG_CACHE_HOME/scorewright/venvs'})",
     )
     p.add_argument("--venv-cache", metavar="DIR", help="Where the venvs are kept (implies --venv)")
     p.add_argument(
@@ -169,7 +169,14 @@ def _environment(args: argparse.Namespace) -> Environment:
 
 
 def _venv_cache(args: argparse.Namespace) -> Path:
-    return Path(args.venv_cache).expanduser() if args.venv_cache else DEFAULT_CACHE
+    if args.venv_cache:
+        return Path(args.venv_cache).expanduser()
+    if DEFAULT_CACHE is None:
+        raise ConfigError(
+            "--venv: this user has no home directory to keep venvs in; "
+            "pass --venv-cache DIR (or set XDG_CACHE_HOME)"
+        )
+    return DEFAULT_CACHE
 
 
 def _run_under(python: str, argv: list[str]) -> None:

@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from pytest_scorewright._version import __version__
+from pytest_scorewright.user_cache import user_cache
 
 ENV = "SCOREWRIGHT_TIMES_DIR"
 #: A test that now takes this many times its kept time has its new time kept instead.
@@ -46,8 +47,7 @@ def directory() -> Path | None:
     named = os.environ.get(ENV)
     if named is not None:
         return None if named.strip().lower() in ("", "off", "0", "no") else Path(named)
-    cache = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(cache) / "scorewright" / "times"
+    return user_cache("times")
 
 
 def task_key(content: str | None, *parts: object) -> str | None:

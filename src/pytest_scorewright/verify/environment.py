@@ -16,7 +16,6 @@ import fcntl
 import hashlib
 import importlib.metadata
 import json
-import os
 import platform
 import re
 import shutil
@@ -30,13 +29,12 @@ from urllib.parse import unquote, urlparse
 
 from pytest_scorewright._text import bound_message
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.user_cache import user_cache
 
 #: Set in the environment of a command re-run under a task's interpreter: it is there already.
 INSIDE = "SCOREWRIGHT_VERIFY_PYTHON"
-#: Where venvs are kept unless the caller names a place.
-DEFAULT_CACHE = (
-    Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "scorewright" / "venvs"
-)
+#: Where venvs are kept unless the caller names a place (None: this user has no HOME).
+DEFAULT_CACHE = user_cache("venvs")
 #: Written last into a venv once everything is installed: a venv without it is half-built.
 READY = "scorewright-ready.json"
 _NAME = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[([^\]]*)\])?")
