@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import asyncio
 import re
-import tempfile
 from collections.abc import Callable, MutableMapping
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from pytest_scorewright.errors import InfrastructureError, ScorewrightError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fitness import Fitness, FitnessOutcome
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox.workspace import private_tempdir
 
 _CODE_BLOCK = re.compile(r"```(?:python|py)?\s*\n(.*?)```", re.S)
 #: Every error this adapter raises for a reason of ours starts so (a retry rule can match it).
@@ -107,7 +107,7 @@ class Scorer:
         return await future
 
     def score_code(self, code: str) -> ScoreResult:
-        with tempfile.TemporaryDirectory(prefix="scorewright-completion-") as tmp:
+        with private_tempdir("scorewright-completion-") as tmp:
             path = Path(tmp) / f"{self.evaluator.module}.py"
             path.write_text(code, encoding="utf-8")
             return self.evaluator.score(path)
@@ -212,7 +212,7 @@ def verifiers_reward(
     fitness = fitness or Fitness()
 
     def scorewright_reward(completion: Any, state: Any = None, **_: Any) -> float:
-        with tempfile.TemporaryDirectory(prefix="scorewright-completion-") as tmp:
+        with private_tempdir("scorewright-completion-") as tmp:
             path = Path(tmp) / f"{evaluator.module}.py"
             path.write_text(extract(completion), encoding="utf-8")
             result = evaluator.score(path)

@@ -14,7 +14,6 @@ import json
 import math
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -25,6 +24,7 @@ from pytest_scorewright.audit.facts import learn
 from pytest_scorewright.audit.oracle import answers, site_request
 from pytest_scorewright.audit.strategies import BASELINE, by_name
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.sandbox.workspace import private_tempdir
 
 TIMEOUT_S = 300.0
 
@@ -72,7 +72,7 @@ def run_evaluator(
 ) -> tuple[float | None, str]:
     """The evaluator's score of ``program`` (None where it gave none), and what happened."""
     kind = kind_of(evaluator)
-    with tempfile.TemporaryDirectory(prefix="scorewright-red-") as tmp:
+    with private_tempdir("scorewright-red-") as tmp:
         out = Path(tmp, "metrics.json")
         if kind == "openevolve":
             command = [sys.executable, "-c", _OPENEVOLVE, str(evaluator), str(program), str(out)]
@@ -83,7 +83,7 @@ def run_evaluator(
                 "--program_path",
                 str(program),
                 "--results_dir",
-                tmp,
+                str(tmp),
             ]
         try:
             proc = subprocess.run(  # noqa: S603 - the user's evaluator, with this interpreter
@@ -127,7 +127,7 @@ def audit_evaluator(
         facts = Facts(reference, module, reference_modules(reference, module))
     visible = answers(reference, [module], facts.names, [site_request(c) for c in facts.calls])
     chosen = by_name(strategies)
-    with tempfile.TemporaryDirectory(prefix="scorewright-audit-") as tmp:
+    with private_tempdir("scorewright-audit-") as tmp:
         paths = [_program(s.write(facts, visible, Path(tmp, s.name)), module) for s in chosen]
         ref_program = _reference_program(reference, module)
         with ThreadPoolExecutor(max_workers=workers) as pool:

@@ -10,11 +10,12 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+
+from pytest_scorewright.sandbox.workspace import private_tempdir
 
 #: The whole pytest run's limit: a candidate that hangs scores 0.
 TIMEOUT_S = 120.0
@@ -54,7 +55,7 @@ def naive_score(
 ) -> NaiveScore:
     """Score ``candidate`` (a directory of modules) as a plain pytest evaluator would: with
     the plugins installed here autoloaded, and the suite's ini options."""
-    with tempfile.TemporaryDirectory(prefix="scorewright-naive-") as tmp:
+    with private_tempdir("scorewright-naive-") as tmp:
         work = Path(tmp)
         shutil.copytree(candidate, work, dirs_exist_ok=True)
         targets = []

@@ -13,13 +13,13 @@ import ast
 import json
 import subprocess
 import sys
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.audit.facts import CallSite
+from pytest_scorewright.sandbox.workspace import private_tempdir
 
 CHILD = Path(__file__).with_name("oracle_child.py")
 #: One call's limit, and the whole batch's.
@@ -75,7 +75,7 @@ def answers(
     if not calls:
         return []
     program = program.resolve()
-    with tempfile.TemporaryDirectory(prefix="scorewright-oracle-") as tmp:
+    with private_tempdir("scorewright-oracle-") as tmp:
         path, stem = program_path(program)
         if stem is not None and stem not in modules:
             # A reference file is imported under the suite's module name, as the tests do.

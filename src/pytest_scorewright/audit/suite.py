@@ -3,7 +3,6 @@ the suite's strength against mutants of the reference, and held-out tests propos
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -19,6 +18,7 @@ from pytest_scorewright.audit.proposals import Proposal, hypothesis_available, p
 from pytest_scorewright.audit.strategies import BASELINE, Strategy, by_name
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.result import ScoreResult
+from pytest_scorewright.sandbox.workspace import private_tempdir
 
 #: The format of the audit's JSON (``scorewright audit --json``); 1: first version.
 AUDIT_VERSION = 1
@@ -59,7 +59,7 @@ def audit_suite(
     visible = answers(
         inputs.reference, inputs.modules, facts.names, [site_request(c) for c in facts.calls]
     )
-    with tempfile.TemporaryDirectory(prefix="scorewright-audit-") as tmp:
+    with private_tempdir("scorewright-audit-") as tmp:
         work = Path(tmp)
         rows = _gaming(evaluator, inputs, facts, visible, by_name(strategies), work, workers)
         # Half the mutants go where a proposed test can reach: functions the visible tests
@@ -229,7 +229,7 @@ def _confirmed(
     """The proposals as a suite of their own, run by an Evaluator against the reference (it
     refuses a suite the reference fails) and the mutants they claim to kill: each test kept
     with the kills its real run shows."""
-    with tempfile.TemporaryDirectory(prefix="scorewright-proposed-") as tmp:
+    with private_tempdir("scorewright-proposed-") as tmp:
         suite = Path(tmp, "tests")
         suite.mkdir()
         (suite / "test_proposed.py").write_text(

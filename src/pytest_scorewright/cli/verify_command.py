@@ -8,7 +8,6 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
 from pytest_scorewright.cli.verify_dataset import add_dataset_options, cmd_dataset
@@ -16,6 +15,7 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
 from pytest_scorewright.result import write_atomic
 from pytest_scorewright.results.ctrf import ctrf_json
+from pytest_scorewright.sandbox.workspace import private_tempdir
 from pytest_scorewright.verify import RepoTask, Verdict, Verifier, read_ids
 from pytest_scorewright.verify.checkout import export_base
 from pytest_scorewright.verify.environment import (
@@ -155,7 +155,7 @@ def _write(verdict: Verdict, args: argparse.Namespace) -> None:
 
 def _environment(args: argparse.Namespace) -> Environment:
     """The venv of the base commit's requirements (built, or reused from the cache)."""
-    with tempfile.TemporaryDirectory(prefix="scorewright-base-") as tmp:
+    with private_tempdir("scorewright-base-") as tmp:
         base = Path(tmp) / "base"
         repo = Path(args.repo)
         if not (repo / ".git").exists():

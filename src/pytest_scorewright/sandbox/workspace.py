@@ -16,6 +16,7 @@ links to /etc or to the held-out tests brings nothing with it.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -224,6 +225,17 @@ def owned_tempdir(prefix: str, base: str | Path | None) -> Path:
     root = Path(tempfile.mkdtemp(prefix=f"{prefix}{pid}.{start_ticks(pid) or 0}-", dir=base))
     name_owner(root)
     return root
+
+
+@contextlib.contextmanager
+def private_tempdir(prefix: str, base: str | Path | None = None) -> Iterator[Path]:
+    """As ``tempfile.TemporaryDirectory``, made by :func:`owned_tempdir`: what a caller killed
+    inside it leaves (its ``finally`` never runs) is still its own to the next sweep."""
+    root = owned_tempdir(prefix, base)
+    try:
+        yield root
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def name_owner(directory: Path) -> None:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
@@ -22,7 +21,7 @@ from pytest_scorewright.protocol.wire import MAX_MESSAGES, Anchor, ChildOutcome
 from pytest_scorewright.result import CollectionError
 from pytest_scorewright.sandbox.launch import run_sandboxed
 from pytest_scorewright.sandbox.plan import RunPlanner
-from pytest_scorewright.sandbox.workspace import CopyReport, Workspace
+from pytest_scorewright.sandbox.workspace import CopyReport, Workspace, private_tempdir
 from pytest_scorewright.suite.collect import STUB, expected_ids
 from pytest_scorewright.warm.parent import WarmParent
 
@@ -264,7 +263,7 @@ class Runner:
         """Each suite's test ids (and held-out marks), collected at once by a trusted run
         with the reference, or with a stand-in module for each of ``modules``."""
         what = "the reference" if reference else "a stand-in module (pass a reference)"
-        with tempfile.TemporaryDirectory(prefix="scorewright-stub-") as stub_dir:
+        with private_tempdir("scorewright-stub-") as stub_dir:
             source = reference
             if source is None:  # a directory of stand-ins, one for each module
                 source = Path(stub_dir)

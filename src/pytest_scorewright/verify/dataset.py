@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -41,6 +40,7 @@ from typing import Any
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.limits import Limits
+from pytest_scorewright.sandbox.workspace import private_tempdir
 from pytest_scorewright.verify.task import RepoTask
 from pytest_scorewright.verify.task_verdict import Verdict
 from pytest_scorewright.verify.verifier import InvalidTask, Verifier
@@ -238,7 +238,7 @@ def verify_instance(
     task that cannot be verified is an ``error`` line with the reason, never an exception."""
     started = time.monotonic()
     try:
-        with tempfile.TemporaryDirectory(prefix="scorewright-dataset-") as tmp:
+        with private_tempdir("scorewright-dataset-") as tmp:
             task = _task(instance, repos, Path(tmp))
             gold = instance.gold.encode() if instance.gold else None
             with Verifier(task, gold=gold, limits=Limits(timeout_s=timeout_s)) as verifier:

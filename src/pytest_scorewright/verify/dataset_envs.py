@@ -13,13 +13,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pytest_scorewright.errors import ConfigError
+from pytest_scorewright.sandbox.workspace import private_tempdir
 from pytest_scorewright.verify.checkout import export_base
 from pytest_scorewright.verify.dataset import Instance, Line, find_repo
 from pytest_scorewright.verify.environment import (
@@ -32,7 +32,7 @@ from pytest_scorewright.verify.environment import (
 
 def requirements_of(instance: Instance, repos: Path | None, extras: Sequence[str]) -> list[str]:
     """The base commit's requirements (read from its files, as ``verify --venv`` reads them)."""
-    with tempfile.TemporaryDirectory(prefix="scorewright-base-") as tmp:
+    with private_tempdir("scorewright-base-") as tmp:
         base = Path(tmp) / "base"
         export_base(find_repo(instance, repos).resolve(), instance.base_commit, base)
         return base_requirements(base, [*extras, *instance.extras])
@@ -91,7 +91,7 @@ def _verify_in(
     on_line: Callable[[dict[str, Any]], None],
 ) -> list[dict[str, Any]]:
     """The lines of ``members`` verified by a ``verify --dataset`` process under ``env``."""
-    with tempfile.TemporaryDirectory(prefix="scorewright-dataset-env-") as tmp:
+    with private_tempdir("scorewright-dataset-env-") as tmp:
         subset, preds, lines = Path(tmp) / "dataset.json", Path(tmp) / "preds.json", Path(tmp) / "o"
         subset.write_text(json.dumps([m.to_line() for m in members]), encoding="utf-8")
         chosen = {
