@@ -221,9 +221,9 @@ def owned_tempdir(prefix: str, base: str | Path | None) -> Path:
     again: a caller killed between the two (a whole process group at once, under load:
     CI once found two such dirs the sweep could not attribute) still leaves nothing that a
     later Evaluator cannot remove (leftovers.py)."""
-    pid = os.getpid()
-    root = Path(tempfile.mkdtemp(prefix=f"{prefix}{pid}.{start_ticks(pid) or 0}-", dir=base))
-    name_owner(root)
+    owner = f"{os.getpid()} {start_ticks(os.getpid()) or 0}"
+    root = Path(tempfile.mkdtemp(prefix=f"{prefix}{owner.replace(' ', '.')}-", dir=base))
+    (root / OWNER_FILE).write_text(f"{owner}\n", encoding="ascii")
     return root
 
 
@@ -236,13 +236,6 @@ def private_tempdir(prefix: str, base: str | Path | None = None) -> Iterator[Pat
         yield root
     finally:
         shutil.rmtree(root, ignore_errors=True)
-
-
-def name_owner(directory: Path) -> None:
-    """Write in ``directory`` (a ``scorewright-*`` dir of ours) which process made it: a later
-    Evaluator removes it if that process died and every cleaner with it (leftovers.py)."""
-    pid = os.getpid()
-    (directory / OWNER_FILE).write_text(f"{pid} {start_ticks(pid) or 0}\n", encoding="ascii")
 
 
 def remove_work_dir(root: Path, uid: int | None) -> None:

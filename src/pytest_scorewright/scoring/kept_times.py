@@ -78,8 +78,9 @@ def kept(key: str | None, measured: Times) -> dict[tuple[str, str], Pair]:
             chosen[test] = before
         else:
             chosen[test] = (wall, cpu)
-    if chosen != {t: old.get(_test_key(*t)) for t in measured} or len(old) != len(measured):
-        _write(where, f"{key}.json", {_test_key(*t): list(v) for t, v in chosen.items()})
+    keep = {_test_key(*t): v for t, v in chosen.items()}
+    if keep != old:
+        _write(where, f"{key}.json", {k: list(v) for k, v in keep.items()})
     return chosen
 
 
