@@ -112,9 +112,13 @@ def test_unittest_testcases_with_subtests_and_skips(tmp_path: Path) -> None:
 HYPOTHESIS_SUITE = {
     "test_props.py": """
     from pathlib import Path
-    from hypothesis import given, settings, strategies as st
+    from hypothesis import HealthCheck, given, settings, strategies as st
     from hypothesis.database import DirectoryBasedExampleDatabase
     from stats import mean
+
+    # As a suite run on a busy machine would say: no per-example deadline, no "too slow".
+    settings.register_profile("busy", deadline=None, suppress_health_check=list(HealthCheck))
+    settings.load_profile("busy")
 
     whole = st.lists(st.integers(-1000, 1000), min_size=1, max_size=20)
 
@@ -144,7 +148,9 @@ def test_hypothesis_runs_in_a_fresh_read_only_workspace_and_finds_the_bug(
     wrong = _module(tmp_path, "bad", WRONG)
     results = _score(tests, reference, {"right": reference, "wrong": wrong, "again": wrong})
     assert results["right"].ok, results["right"].error
-    assert set(_outcomes(results["right"]).values()) == {"passed"}
+    assert set(_outcomes(results["right"]).values()) == {"passed"}, [
+        (t.nodeid, t.outcome, t.message) for t in results["right"].tests
+    ]
     # Each run is fresh: the failing example is found again, not replayed from a database
     # some earlier run left behind.
     for name in ("wrong", "again"):
@@ -217,7 +223,9 @@ def test_async_tests_and_fixtures_through_anyio(tmp_path: Path, declared: bool) 
         tests, reference, {"right": reference, "wrong": _module(tmp_path, "bad", WRONG)}, **how
     )
     assert results["right"].ok, results["right"].error
-    assert set(_outcomes(results["right"]).values()) == {"passed"}
+    assert set(_outcomes(results["right"]).values()) == {"passed"}, [
+        (t.nodeid, t.outcome, t.message) for t in results["right"].tests
+    ]
     assert _outcomes(results["wrong"]) == {
         "test_mean_after_await": "failed",
         "test_mean_in_tasks": "failed",
@@ -388,7 +396,9 @@ def test_packages_and_src_layouts_as_candidates(tmp_path: Path, layout: str) -> 
         tests, reference, {"right": reference, "wrong": candidate("bad", WRONG)}, module="mylib"
     )
     assert results["right"].ok, results["right"].error
-    assert set(_outcomes(results["right"]).values()) == {"passed"}
+    assert set(_outcomes(results["right"]).values()) == {"passed"}, [
+        (t.nodeid, t.outcome, t.message) for t in results["right"].tests
+    ]
     assert _outcomes(results["wrong"]) == {
         "test_import_through_the_package": "failed",
         "test_submodule_and_data_file_inside_the_package": "passed",
@@ -443,7 +453,9 @@ def test_tmp_path_subprocesses_and_multiprocessing(tmp_path: Path) -> None:
         limits=Limits(timeout_s=60),
     )
     assert results["right"].ok, results["right"].error
-    assert set(_outcomes(results["right"]).values()) == {"passed"}
+    assert set(_outcomes(results["right"]).values()) == {"passed"}, [
+        (t.nodeid, t.outcome, t.message) for t in results["right"].tests
+    ]
     assert _outcomes(results["wrong"]) == {
         "test_tmp_path_is_writable": "failed",
         "test_a_subprocess_of_the_interpreter": "failed",
