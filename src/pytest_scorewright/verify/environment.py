@@ -187,14 +187,28 @@ def _locked(path: Path) -> Iterator[None]:
 
 
 def _build(home: Path, requirements: Sequence[str], self_install: str, timeout_s: float) -> None:
-    _run([sys.executable, "-m", "venv", str(home)], "creating a venv", timeout_s)
+    python, own_pip = str(home / "bin" / "python"), _pip_from_outside()
+    venv = [sys.executable, "-m", "venv", *(["--without-pip"] if own_pip else []), str(home)]
+    _run(venv, "creating a venv", timeout_s)
     listed = home / "scorewright-requirements.txt"
     listed.write_text("".join(f"{r}\n" for r in requirements), encoding="utf-8")
-    pip = [str(home / "bin" / "python"), "-m", "pip", "install", "-q"]
-    pip += ["--disable-pip-version-check", self_install, "-r", str(listed)]
+    pip = [*own_pip, "--python", python] if own_pip else [python, "-m", "pip"]
+    pip += ["install", "-q", "--disable-pip-version-check", self_install, "-r", str(listed)]
     _run(pip, "installing the base's requirements and pytest-scorewright", timeout_s)
     ready = {"requirements": list(requirements), "scorewright": self_install}
     (home / READY).write_text(json.dumps(ready, indent=2) + "\n", encoding="utf-8")
+
+
+def _pip_from_outside() -> list[str]:
+    """This interpreter's pip, where it can install into another interpreter (``--python``,
+    pip 22.3 and later); else [] and the venv gets a pip of its own. Nothing installs into a
+    venv of ours once it is built, and ensurepip's copy costs ~3 s of CPU per venv."""
+    try:
+        version = importlib.metadata.version("pip")
+    except importlib.metadata.PackageNotFoundError:
+        return []
+    major_minor = tuple(int(part) for part in re.findall(r"\d+", version)[:2])
+    return [sys.executable, "-m", "pip"] if major_minor >= (22, 3) else []
 
 
 def _run(cmd: list[str], what: str, timeout_s: float) -> None:
