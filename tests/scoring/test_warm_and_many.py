@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import concurrent.futures
+import contextlib
 import os
 import shutil
 import signal
@@ -87,19 +89,56 @@ def test_building_an_evaluator_forks_nothing_until_first_use() -> None:
     assert after == "True True True"
 
 
-def test_the_warm_parent_goes_when_the_evaluator_closes() -> None:
+def test_an_idle_warm_parent_serves_the_next_evaluator_and_goes_when_released() -> None:
+    from pytest_scorewright.warm.parent import release_spares
+
+    release_spares()  # none kept by an earlier test of this process
     ev = Evaluator(TASK / "tests", reference=TASK / "reference")
     warm = ev._runner.warm
     assert warm is not None
     pid = warm._proc.pid
     ev.close()
+    assert warm._proc.poll() is None  # kept, idle, for the next Evaluator of this process
+    with Evaluator(TASK / "tests", reference=TASK / "reference", preload=["json"]) as other:
+        assert other._runner.warm is not None
+        assert other._runner.warm._proc.pid != pid  # another preload: a process of its own
+    with Evaluator(TASK / "tests", reference=TASK / "reference") as again:
+        assert again._runner.warm is not None
+        assert again._runner.warm._proc.pid == pid
+        assert again.score(TASK / "reference" / "solution.py").signal("pass_rate") == 1.0
+        assert (
+            again.score(TASK / "candidates" / "honest_wrong_fib.py").signal("pass_rate") or 0
+        ) < 1
+    release_spares()
     assert warm._proc.poll() is not None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 
 
+def test_a_warm_parent_closed_with_a_run_in_flight_goes_with_it(tmp_path: Path) -> None:
+    from pytest_scorewright.warm.parent import _spares, release_spares
+
+    release_spares()
+    hang = tmp_path / "hang.py"
+    hang.write_text("import time\n\ndef is_prime(n):\n    time.sleep(60)\n")
+    ev = Evaluator(TASK / "tests", reference=TASK / "reference")
+    warm = ev._runner.warm
+    assert warm is not None
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        scoring = pool.submit(ev.score, hang)
+        deadline = time.monotonic() + 30
+        while not warm._server._pending and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert warm._server._pending  # a run in flight
+        ev.close()
+        assert warm._proc.poll() is not None  # not kept: it stopped the run and ended
+        assert not _spares
+        with contextlib.suppress(Exception):
+            scoring.result(timeout=60)
+
+
 def test_a_prestarted_warm_parent_is_taken_by_the_next_evaluator_with_its_preload() -> None:
-    from pytest_scorewright.warm.parent import _prestarted, prestart
+    from pytest_scorewright.warm.parent import _prestarted, prestart, release_spares
 
     prestart(["json"])
     started = _prestarted[("json",)]
@@ -109,6 +148,7 @@ def test_a_prestarted_warm_parent_is_taken_by_the_next_evaluator_with_its_preloa
         assert ev._runner.warm is started
         assert ev.score(TASK / "reference" / "solution.py").signal("pass_rate") == 1.0
     assert not _prestarted
+    release_spares()  # it was kept, idle, for a later Evaluator
     assert started._proc.poll() is not None
 
 

@@ -9,6 +9,7 @@ it is still importing the rest.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import subprocess
@@ -71,7 +72,8 @@ class WarmParent:
         self._next = 0
         #: How many times the warm process was started again after it died.
         self.restarts = 0
-        self._server = _Server(self._preload, wrapper)
+        spare = _take_spare(self._preload) if wrapper is None else None
+        self._server = spare or _Server(self._preload, wrapper)
 
     @property
     def _proc(self) -> subprocess.Popen[bytes]:
@@ -110,7 +112,11 @@ class WarmParent:
             self._server.stop(future)
 
     def close(self) -> None:
+        """End the warm process, or keep it for the next WarmParent of this process with the
+        same preload if it is idle (:func:`release_spares`)."""
         with self._lock:
+            if self._wrapper is None and _park(self._server):
+                return
             self._server.retire()
             if self._wrapper is not None:
                 self._wrapper.close()
@@ -120,17 +126,15 @@ class _Server:
     """One warm process, the runs sent to it, and the thread that reads its answers."""
 
     def __init__(self, preload: Sequence[str], wrapper: Wrapper | None = None) -> None:
-        env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
-        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
-        env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
+        env = _server_env(wrapper is None)
+        #: What a later WarmParent must ask for to be served by this process when it is idle.
+        self.key = (tuple(preload), tuple(sorted(env.items())))
+        self.owner = os.getpid()
         command = [sys.executable, "-m", "pytest_scorewright.warm.server", *preload]
         if wrapper is not None:
             # Inside its own PID namespace no pid of ours is visible: the requests pipe
             # ending is how it learns this process is gone.
             command = wrapper.command(list(preload), env)
-        else:
-            env.update(owner_env())  # it watches this process, not only the pipe
         # A session of its own: a SIGKILL of the caller's process group (a job scheduler, a
         # container stop, kill -9 -PGID) must leave it alive to end the runs and remove their
         # work dirs, which it does when this process is gone (warm/server.py).
@@ -153,6 +157,12 @@ class _Server:
             target=self._read_answers, args=(self.proc.stdout.fileno(),), daemon=True
         )
         self._reader.start()
+
+    def idle(self) -> bool:
+        """Alive, in this process's hands, and running nothing."""
+        with self._lock:
+            busy = self._gone or bool(self._pending)
+        return not busy and self.owner == os.getpid() and self.proc.poll() is None
 
     def send(self, request_id: int, future: Future[ChildOutcome], frame: bytes) -> None:
         with self._lock:
@@ -245,6 +255,70 @@ class _Server:
         self._reader.join(timeout=10)
         if self.proc.stdout is not None and not self._reader.is_alive():
             self.proc.stdout.close()
+
+
+def _server_env(watch_owner: bool) -> dict[str, str]:
+    env = {k: os.environ[k] for k in _PASSED_ENV if k in os.environ}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p and os.path.isdir(p))
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # configurations parsed here (prepared.py)
+    if watch_owner:
+        env.update(owner_env())  # it watches this process, not only the pipe
+    return env
+
+
+#: Idle warm processes of closed WarmParents (Evaluators), one per preload and environment,
+#: each kept for the next one this process makes: starting one costs ~0.3 s of CPU (it
+#: imports pytest and the sandbox code), which a caller that makes an Evaluator per task
+#: (the reward service, verify --dataset, a test suite) would pay every time. The runs a
+#: kept process forks are as apart from the last Evaluator's as from each other: it never
+#: runs a candidate or a test itself. Each ends with this process (warm/server.py watches
+#: it), at exit, or at :func:`release_spares`.
+_spares: dict[tuple[object, ...], _Server] = {}
+_spares_lock = threading.Lock()
+
+
+def _park(server: _Server) -> bool:
+    """Keep ``server`` for a later WarmParent; False if it cannot be (busy, dead, a fork's
+    copy, or one kept for its key already)."""
+    if not server.idle():
+        return False
+    with _spares_lock:
+        if server.key in _spares:
+            return False
+        _spares[server.key] = server
+    return True
+
+
+def _take_spare(preload: Sequence[str]) -> _Server | None:
+    key = (tuple(preload), tuple(sorted(_server_env(True).items())))
+    with _spares_lock:
+        server = _spares.pop(key, None)
+    if server is not None and not server.idle():  # it died meanwhile
+        if server.owner == os.getpid():
+            server.retire()
+        return None
+    return server
+
+
+def release_spares() -> None:
+    """End the idle warm processes this process kept for later Evaluators (done at exit)."""
+    with _spares_lock:
+        kept = [server for server in _spares.values() if server.owner == os.getpid()]
+        _spares.clear()
+    for server in kept:
+        server.retire()
+
+
+def _in_a_fork() -> None:
+    # A fork's copies are not its own (their keys name the parent's pid, so none is taken):
+    # only the lock, which another thread may have held at the fork, is made again.
+    global _spares_lock
+    _spares_lock = threading.Lock()
+
+
+atexit.register(release_spares)
+os.register_at_fork(after_in_child=_in_a_fork)
 
 
 _prestarted: dict[tuple[str, ...], WarmParent] = {}
