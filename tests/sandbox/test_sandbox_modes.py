@@ -159,7 +159,8 @@ def test_the_attack_and_degraded_mode_tests_hold_in_every_mode(mode: str, home: 
             f"--basetemp={home / 'tmp'}",
             f"--junitxml={report}",
             "-q",
-            *(() if mode in ONE_AT_A_TIME else ("-n", "4")),
+            # Spread, not one module to a worker (pyproject.toml): most wait on deadlines.
+            *(() if mode in ONE_AT_A_TIME else ("-n", "4", "--dist", "load")),
             *MODULES,
         ],
         timeout=600,
