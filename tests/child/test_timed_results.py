@@ -126,14 +126,18 @@ def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_ab
     # fall to ~1. Two measurements that agree are credited at their geometric mean.
     # Under -n 2 the first measurement has once read below the threshold itself (the
     # reference's prepared figure taken in a quiet moment): then it is not measured again.
+    # Beside other work, rounds can vary by twice their mean: the result then says so
+    # (`benchmark_noisy`), and its figure is not evidence either way (once, at -n 4 with the
+    # suite's modules each in one worker: 0.90, unmeasured again).
+    noisy = "benchmark_noisy" in {r.code for r in fast.integrity.reasons}
     measured = fast.extra.get("speedup_measured")
     if measured is None:
         speedup = fast.signal("speedup") or 0.0
-        assert speedup > 1.0, fast.to_json()
+        assert speedup > 1.0 or noisy, fast.to_json()
         return
     claimed, credited = measured
-    assert max(claimed, credited) > 3.0, fast.to_json()
-    assert credited > 1.5, fast.to_json()
+    assert max(claimed, credited) > 3.0 or noisy, fast.to_json()
+    assert credited > 1.5 or noisy, fast.to_json()
     # The reference against itself is not measured twice (below 1.5): beside the rest of
     # the suite under -n 2 one measurement has read 0.36 (its rounds' median twice the
     # prepared one's, their spread as large as the median). Quiet, it reads 0.94-1.01.
