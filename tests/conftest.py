@@ -222,20 +222,38 @@ def slow_in_first_call(source: str, function: str, seconds: float) -> str:
 ON_THE_CLOCK = frozenset({"timing_mismatch", "benchmark_noisy"})
 
 
-#: Modules whose tests take the longest in all (the first: each test reruns whole test modules
-#: as another host), started in this order, so that no worker is left with one at the end.
+#: Modules by the wall time their tests took in all (beside two CPU-bound jobs, `-n 4`,
+#: 2026-11-27: 533 s for the first, whose tests each rerun whole test modules as another
+#: host, down to 26 s), started longest first, so that the workers finish close together
+#: (each module's tests run in one worker, below).
 _LONGEST_FIRST = (
     "test_sandbox_modes.py",
-    "test_integrity_corpus.py",
     "test_verify_dataset.py",
-    "test_remote.py",
     "test_warm_and_many.py",
-    "test_openevolve_adapter.py",
+    "test_audit.py",
     "test_objectives_sandbox.py",
+    "test_remote.py",
     "test_sandbox_attacks.py",
-    "test_gvisor.py",
+    "test_openevolve_adapter.py",
     "test_candidate_coverage.py",
+    "test_test_timeout.py",
+    "test_gvisor.py",
+    "test_verify_real.py",
     "test_pipelines.py",
+    "test_integrity_corpus.py",
+    "test_timed_results.py",
+    "test_loop_api.py",
+    "test_ctrf.py",
+    "test_verify_environment.py",
+    "test_real_code.py",
+    "test_fuzz_parent.py",
+    "test_boundary.py",
+    "test_benchmark_fixture.py",
+    "test_xdist_and_coverage.py",
+    "test_cli_score.py",
+    "test_hostile_channel.py",
+    "test_reward_service_shapes.py",
+    "test_report.py",
 )
 
 #: Modules whose tests xdist spreads over its workers under ``--dist loadscope``
