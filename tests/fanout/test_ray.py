@@ -29,7 +29,7 @@ from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.fanout.ray_pool import RayExecutor
 from tests.conftest import boot_clock, sandbox_processes
 from tests.dask_cluster import hiding_works
-from tests.fanout.test_remote import CORPUS, _candidates, _essence, _Killer
+from tests.fanout.test_remote import CORPUS, _agree, _candidates, _essence, _Killer
 from tests.ray_cluster import RayCluster, drive_from_this_process
 
 drive_from_this_process()  # before Ray is imported
@@ -149,7 +149,7 @@ def test_actors_that_cannot_see_the_client_score_as_locally_and_a_killed_node_lo
         results = dict(ev.score_many(first, executor=pool))
         assert sorted(results) == list(range(len(first)))
         for index, result in results.items():
-            assert _essence(result) == local[first[index]], first[index].name
+            _agree(_essence(result), local[first[index]], first[index].name)
             assert result.extra["remote"]["tries"] == 1
             assert result.extra["remote"]["worker"].startswith("ray:")
 
@@ -166,7 +166,7 @@ def test_actors_that_cannot_see_the_client_score_as_locally_and_a_killed_node_lo
     assert killer.killed == victim, "n1's actor was never seen running a candidate"
     assert sorted(results) == list(range(len(second)))
     for index, result in results.items():
-        assert _essence(result) == local[second[index]], second[index].name
+        _agree(_essence(result), local[second[index]], second[index].name)
     retried = [r for r in results.values() if r.extra["remote"]["tries"] == 2]
     assert retried, "the candidate in flight on n1 must have gone again"
     assert "the executor lost it" in retried[0].extra["remote"]["lost"][0]
@@ -196,7 +196,7 @@ def test_an_overdue_try_is_unscored_and_its_actor_is_started_again_for_the_next(
         overdue.error == "not scored on the executor: no answer within 10s of a worker being free"
     )
     # The next candidate went to the actor Ray started again, and scored as locally.
-    assert _essence(results[1]) == local[1]
+    _agree(_essence(results[1]), local[1])
     assert again != stopped
     assert _gone([stopped], 15)
     assert 10 < elapsed < 60, elapsed
@@ -224,7 +224,7 @@ def test_rollouts_score_from_ray_tasks_and_await_results_as_locally(
     for scored in ([ScoreResult.from_json(t) for t in from_tasks], awaited):
         for result, expected in zip(scored, local, strict=True):
             assert result.extra["candidate"] == "solution.py"
-            assert {**_essence(result), "candidate": None} == {**expected, "candidate": None}
+            _agree({**_essence(result), "candidate": None}, {**expected, "candidate": None})
 
 
 _CALLER = """
