@@ -259,9 +259,9 @@ _LONGEST_FIRST = (
 #: Modules whose tests xdist spreads over its workers under ``--dist loadscope``
 #: (pyproject.toml); every other module's tests run in one worker, so that its module-scoped
 #: fixtures (an Evaluator and its reference runs, a corpus scored once) are made once, not
-#: once per worker: 12% less CPU on seven such modules at -n 4 (CONTRIBUTING.md). These two
-#: are spread: the matrix's tests are each a minute of nested sessions, and a Ray test must
-#: come after everything else its worker runs (below), which one unit of seven could not.
+#: once per worker: 21% less CPU on seven such modules at -n 4 (CONTRIBUTING.md). These two
+#: are spread: the matrix's tests are each a minute of nested sessions, and the Ray tests go
+#: last in every worker (below), where as one unit they would be one worker's 2-minute tail.
 _SPREAD = frozenset({"test_sandbox_modes.py", "test_ray.py"})
 
 
