@@ -219,7 +219,7 @@ def slow_in_first_call(source: str, function: str, seconds: float) -> str:
 #: it where it was scored once and not where it was scored again (in CI, a conftest-gaming
 #: candidate, rejected both times, showed `timing_mismatch` in a pipeline process only).
 #: Tests that compare results scored in two places leave these out.
-ON_THE_CLOCK = frozenset({"timing_mismatch", "benchmark_noisy"})
+ON_THE_CLOCK = frozenset({"timing_mismatch", "benchmark_noisy", "import_time_work"})
 
 
 #: Modules by the wall time their tests took in all (beside two CPU-bound jobs, `-n 4`,

@@ -25,6 +25,13 @@ TESTS = "from solution import add\n\ndef test_small():\n    assert add(1, 2) == 
 MARKER = "sw-orphan-7q"
 
 
+def _marker(tag: str) -> str:
+    """A daemon's name (PR_SET_NAME, 15 bytes at most) no other test sees: the modes matrix
+    runs this module in several sessions at once (tests/sandbox/test_sandbox_modes.py), and
+    a name they shared once read one test's daemon, mid-run, as another's left behind."""
+    return f"sw{tag}{os.getpid()}"
+
+
 @pytest.fixture(scope="module")
 def evaluator(tmp_path_factory: pytest.TempPathFactory) -> Evaluator:
     root = tmp_path_factory.mktemp("degraded")
@@ -83,12 +90,13 @@ DAEMON = f"""
 def test_a_detached_daemon_is_killed_by_the_subreaper(
     evaluator: Evaluator, tmp_path: Path, body: str
 ) -> None:
-    result = _score(evaluator, tmp_path, DAEMON.format(body=body))
+    marker = _marker("h" if "while" in body else "e")
+    result = _score(evaluator, tmp_path, DAEMON.replace(MARKER, marker).format(body=body))
     # Killed ones may take a moment to be reaped on a loaded machine; one left for good is not.
     deadline = time.monotonic() + 5
-    while _named_processes(MARKER) and time.monotonic() < deadline:
+    while _named_processes(marker) and time.monotonic() < deadline:
         time.sleep(0.05)
-    left = _named_processes(MARKER)
+    left = _named_processes(marker)
     assert left == [], [_status(pid) for pid in left]
     assert result.limits is not None  # type: ignore[attr-defined]
     assert result.limits["sandbox"]["processes"] == "subreaper"  # type: ignore[attr-defined]
@@ -133,7 +141,7 @@ def test_when_the_caller_or_its_warm_parent_is_killed_a_detached_daemon_goes_too
     # parent dies is asked by the kernel: PR_SET_PDEATHSIG); without namespaces the job then
     # sweeps what its supervisor left (it is a subreaper too), where a plain kill of the job
     # would orphan the daemon to init. Long before the run's own 60 s deadline.
-    marker = "sw-orphan-cg" if killed == "caller" else "sw-orphan-wp"
+    marker = _marker("cg" if killed == "caller" else "wp")
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_add.py").write_text(TESTS)
     (tmp_path / "ref.py").write_text("def add(a, b):\n    return a + b\n")
