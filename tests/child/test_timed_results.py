@@ -104,7 +104,10 @@ def test_a_right_program_slow_to_import_keeps_its_tests_and_earns_no_speed(
     result = evaluator.score(slow)
     assert not result.integrity.rejected, [r.code for r in result.integrity.reasons]
     assert result.signal("pass_rate") == 1.0
-    assert "import_time_work" in {r.code for r in result.integrity.reasons}
+    # Read off a clock: beside the suite's own load the reference's collection can be slow
+    # enough that 2 s more is not 5x it; the benchmark then says it was noisy (CI once).
+    codes = {r.code for r in result.integrity.reasons}
+    assert "import_time_work" in codes or "benchmark_noisy" in codes, codes
     assert result.signal("speedup") is None
 
 
