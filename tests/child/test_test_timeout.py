@@ -415,7 +415,14 @@ def test_a_test_that_goes_on_after_its_timeout_is_cut_again(hang: str, tmp_path:
     many = next(t for t in result.tests if t.nodeid.endswith("test_many"))
     assert many.outcome in ("failed", "timeout")
     assert many.message is not None
-    assert "6 failed subtests" in many.message
+    # Each hang is cut inside its subtest, which reports it and lets the next one run. Under
+    # load a signal can land between two subtests (in pytest's own bookkeeping of the last
+    # one): that ends the test there, as a timeout, which is as right a verdict for it.
+    if "failed subtests" not in many.message:
+        assert many.outcome == "timeout", many
+        assert "Timeout" in many.message, many.message
+    else:
+        assert "6 failed subtests" in many.message
     assert _outcomes(result)["test_after"] == "passed"
     # Six hangs: the first at the floor (1 s of wall time, 0.5 s of CPU), each later one
     # 0.2 s after the one before; never the budget.
