@@ -3,10 +3,13 @@ one test and the run goes on; the candidate's budget still bounds the whole."""
 
 from __future__ import annotations
 
+import os
 import re
+import signal
 import textwrap
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -474,3 +477,77 @@ def test_a_timeout_alarm_between_a_tests_phases_ends_no_run(tmp_path: Path) -> N
         result = ev.score(reference)
     assert [t.outcome for t in result.tests] == ["passed"] * 3, (result.error, result.tests)
     assert result.error is None
+
+
+class _Item:
+    """What pytest-timeout's alarm reads of a test item: its terminal writer."""
+
+    class config:  # read as ``item.config``
+        @staticmethod
+        def get_terminal_writer() -> object:
+            from _pytest._io import TerminalWriter
+
+            return TerminalWriter(open(os.devnull, "w"))  # the child exits
+
+
+_FRAME_BYTES = 200 * 1024
+
+
+def _write_while_signalled(write: str) -> int:
+    """In a forked child, with a test's timeouts due (the clock's, and pytest-timeout's alarm
+    every few milliseconds): one large message through ``write`` to a pipe a slow reader
+    empties. The exit status: 0 if the message went whole and the timeout came after it."""
+    import pytest_timeout  # type: ignore[import-untyped]
+
+    from pytest_scorewright.child.test_process import recheck, test_clock
+    from pytest_scorewright.protocol.channel import send
+
+    read, written = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - the child
+        code = 3
+        try:
+            os.close(read)
+            clock = test_clock.TestClock({}, None, lambda: None)
+            clock.install()
+            clock.in_phase = True
+            clock._nodeid = clock._fired = "t::x"
+            clock._why = "Timeout (>0.5s of CPU time)"
+            message = {"type": "x", "data": "a" * _FRAME_BYTES}
+            if write == "alarm":
+                item: Any = _Item()
+                clock.set_wall_timer(item, pytest_timeout.Settings(0.01, "signal", False, True))
+                send(written, message)
+            else:
+                recheck._channel.fd = written
+                recheck._emit(message)
+            code = 4
+            time.sleep(5)  # the next signal (re-armed, or the parent's) fails the test here
+        except pytest.fail.Exception:
+            code = 0 if code == 4 else 3
+        finally:
+            os._exit(code)
+    os.close(written)
+    got = b""
+    while chunk := os.read(read, 4096):
+        got += chunk
+        if write != "alarm":
+            os.kill(pid, signal.SIGPROF)  # as the clock's watcher sends it, while the test runs
+        time.sleep(0.002)
+    os.close(read)
+    _, status = os.waitpid(pid, 0)
+    from pytest_scorewright.protocol.channel import decode_frame
+
+    length = int.from_bytes(got[:4], "big")
+    assert length == len(got) - 4, (length, len(got))  # one frame, whole
+    assert decode_frame(got[4:])["data"] == "a" * _FRAME_BYTES
+    return os.waitstatus_to_exitcode(status)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("write", ["alarm", "recheck"])
+def test_a_timeout_due_while_a_message_is_written_waits_for_its_end(write: str) -> None:
+    # A loaded parent leaves the pipe full, so a large frame goes in parts; a test's timeout
+    # raised between two parts would leave the parent half a message: a broken channel, read
+    # as tampering, for what may be a right program that was merely slow.
+    assert _write_while_signalled(write) == 0

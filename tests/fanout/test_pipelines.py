@@ -72,6 +72,9 @@ def _agree(got: ScoreResult, expected: ScoreResult, what: str) -> None:
     assert _verdict(got, timed_out) == _verdict(expected, timed_out), (
         what,
         set(_verdict(got)["tests"]) ^ set(_verdict(expected)["tests"]),
+        # What each side said, in full: a rare difference is to be explained from this.
+        [(r.code, r.detail) for r in got.integrity.reasons],
+        [(r.code, r.detail) for r in expected.integrity.reasons],
     )
 
 

@@ -12,14 +12,17 @@ limit (pytest-timeout's, set per test with its marker).
 A timeout fires once, but a test can go on after it: each of its subtests catches the failure
 and the next one calls the hung candidate again (the quickstart's ``test_many_round_trips``
 held a hung candidate's run for the whole 45 s budget). So a test still running past a limit
-gets the signal again every :data:`REFIRE_S`, over its CPU limit or past its wall limit by
-that much: each further hang in it is cut as quickly. A signal that finds the test process
-in our own reporting (the reporter's hooks, a message being written to the parent) is let
-pass, and the next one comes :data:`REFIRE_S` later: a failure raised there would lose a
-report, not cut a hang. The same holds between a test's phases, while pytest writes the
+gets the signal again every :data:`REFIRE_S`, over its CPU limit or past its wall limit by that
+much: each further hang in it is cut as quickly. A signal that finds the test process in our
+own reporting (the reporter's hooks, a message being written to the parent, the monitor's
+bookkeeping) is let pass, and the next one comes :data:`REFIRE_S` later: a failure raised there
+would lose a report or cut a message in half (a frame written to a full pipe, as a loaded
+parent leaves it, goes in parts: a failure raised between two would leave the parent a broken
+channel, read as tampering), not cut a hang. pytest-timeout's alarm found there is set again
+for :data:`REFIRE_S` later. The same holds between a test's phases, while pytest writes the
 report of one (setup, call, teardown) and before the next starts: a failure raised there is
-pytest's internal error, which ends the session and leaves every later test not run. So
-neither our signal nor pytest-timeout's alarm (its timer is set here, :meth:`TestClock.
+pytest's internal error, which ends the session and leaves every later test not run. So neither
+our signal nor pytest-timeout's alarm (its timer is set here, :meth:`TestClock.
 set_wall_timer`, as its own but for this) fails anything between phases: seen under load, a
 test failed at its CPU limit at 1.0 s and pytest-timeout's 1.0 s alarm found the report being
 written, and a right program's six later tests read ``not_run``. A hang after that point is
@@ -54,10 +57,15 @@ POLL_S = 0.025
 #: A test past a limit that it has already been failed for gets the signal again this often:
 #: each subtest that calls a hung candidate again costs this (the quickstart's five: 0.5 s).
 REFIRE_S = 0.1
-#: Files of ours in which a signal is let pass (see the module docstring).
+#: Files of ours in which a signal is let pass (see the module docstring): the reporter, the
+#: channel's writer, the re-check's writer (a frame cut half-written would read as a broken
+#: channel: tampering) and the monitor (a finding counted but not yet sent would read as a
+#: silenced monitor).
 REPORTING_FILES = (
     str(Path(__file__).with_name("reporter.py")),
     str(Path(__file__).parents[2] / "protocol" / "channel.py"),
+    str(Path(__file__).with_name("recheck.py")),
+    str(Path(__file__).parents[1] / "shared" / "monitor.py"),
 )
 _REPORTING = frozenset(REPORTING_FILES)
 #: How many of the innermost frames are looked at for them.
@@ -137,8 +145,13 @@ class TestClock:
         import pytest_timeout  # type: ignore[import-untyped]  # loaded: it calls this hook
 
         def alarm(signum: int, frame: FrameType | None) -> None:
-            if self.in_phase:
-                pytest_timeout.timeout_sigalrm(item, settings)
+            if not self.in_phase:
+                return
+            if _in_reporting(frame):
+                # Found writing a message (pytest-timeout's alarm comes once): again shortly.
+                signal.setitimer(signal.ITIMER_REAL, REFIRE_S)
+                return
+            pytest_timeout.timeout_sigalrm(item, settings)
 
         def cancel() -> None:
             signal.setitimer(signal.ITIMER_REAL, 0)
