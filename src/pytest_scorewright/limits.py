@@ -109,7 +109,8 @@ class Limits:
     output_bytes: int = 64 * 1024
     #: Time after a run's deadline for the parent to collect the killed child.
     grace_s: float = 1.0
-    #: Wall-clock limit of one test (setup, call and teardown), through pytest-timeout: the
+    #: Wall-clock limit of one test (setup, call and teardown), through pytest-timeout, less
+    #: the time its processes waited for a CPU (child/test_process/test_clock.py): the
     #: test records ``timeout`` and the run goes on (until two have: protocol/wire.py,
     #: MAX_TIMEOUTS). None means a quarter of ``timeout_s``, at most
     #: :data:`TEST_TIMEOUT_MAX_S`, which an Evaluator with a reference then narrows to ten

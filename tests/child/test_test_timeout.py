@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
+import sys
 import textwrap
 import time
 from pathlib import Path
@@ -551,3 +553,74 @@ def test_a_timeout_due_while_a_message_is_written_waits_for_its_end(write: str) 
     # raised between two parts would leave the parent half a message: a broken channel, read
     # as tampering, for what may be a right program that was merely slow.
     assert _write_while_signalled(write) == 0
+
+
+def _loop_for(cpu_s: float) -> int:
+    """How many turns of a plain counting loop take ``cpu_s`` of CPU here."""
+    turns, started = 0, time.process_time()
+    while time.process_time() - started < 0.05:
+        for _ in range(10_000):
+            turns += 1
+    return int(turns * cpu_s / (time.process_time() - started))
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("isolation", ["process", "in-process"])
+def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_not(
+    isolation: str, tmp_path: Path
+) -> None:
+    # Beside three CPU-bound jobs on every CPU, a right program's 0.2 s of work takes about
+    # four times that of wall time, past its 0.4 s limit; it waited for a CPU meanwhile, so
+    # the limit is stretched by as much. A hang that sleeps waits for no CPU: cut as before.
+    turns = _loop_for(0.2)
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_load.py").write_text(
+        textwrap.dedent(
+            f"""
+            from solution import wait, work
+
+            def test_work():
+                assert work({turns}) == {turns * (turns - 1) // 2}
+
+            def test_wait():
+                assert wait() == 1
+            """
+        ),
+        encoding="utf-8",
+    )
+    candidate = tmp_path / "solution.py"
+    candidate.write_text(
+        "import time\n\n"
+        "def work(n):\n    total = 0\n    for i in range(n):\n"
+        "        total += i\n    return total\n\n"
+        "def wait():\n    time.sleep(60)\n    return 1\n",
+        encoding="utf-8",
+    )
+    cpus = sorted(os.sched_getaffinity(0))
+    hogs = [
+        # Each in a session of its own, as separate jobs are: the kernel's autogroups share
+        # a CPU between sessions first (the sandbox starts one for every run).
+        subprocess.Popen([sys.executable, "-c", "while True: pass"], start_new_session=True)
+        for _ in range(3 * len(cpus))
+    ]
+    try:
+        for index, hog in enumerate(hogs):
+            os.sched_setaffinity(hog.pid, {cpus[index % len(cpus)]})
+        limits = Limits(timeout_s=30, test_timeout_s=0.4)
+        with Evaluator(tests, limits=limits, isolation=isolation) as ev:
+            result = ev.score(candidate)
+    finally:
+        for hog in hogs:
+            hog.kill()
+            hog.wait()
+    assert result.error is None, result.error
+    records = {t.nodeid.rsplit("::", 1)[1]: t for t in result.tests}
+    work, wait = records["test_work"], records["test_wait"]
+    assert work.outcome == "passed", work
+    assert work.duration_s is not None
+    assert work.duration_s > 0.6, work  # longer than its limit: it was stretched
+    assert wait.outcome == "timeout", wait
+    assert wait.duration_s is not None
+    assert wait.duration_s < 2.0, wait

@@ -293,7 +293,11 @@ def test_the_numbers_corpus_scores_as_under_namespaces_candidate_for_candidate()
     for name, plain in found["namespaces"].items():
         boxed = found["gvisor"][name]
         if name.startswith("honest") or not plain.integrity.rejected:
-            assert _verdict(boxed) == _verdict(plain), name
+            # A slow test (honest_slow's naive fib(30)) may time out on one side only: its
+            # wall limit is stretched by the time it waited for a CPU under namespaces, not
+            # under gVisor, whose /proc does not say.
+            one_sided = frozenset(_timed_out(boxed) ^ _timed_out(plain))
+            assert _verdict(boxed, one_sided) == _verdict(plain, one_sided), name
         else:
             # Rejected by both, with nothing credited. Its evidence may differ: a candidate
             # apart reads its run's tests in gVisor (limits.sandbox.candidate_sees_tests),
@@ -305,14 +309,19 @@ def test_the_numbers_corpus_scores_as_under_namespaces_candidate_for_candidate()
     assert "its own run's copies of the tests" in sandbox["candidate_sees_tests"]
 
 
-def _verdict(result: ScoreResult) -> tuple[object, ...]:
-    """What a verdict is made of: pass rates, rejection, the codes, each test's outcome."""
+def _timed_out(result: ScoreResult) -> set[str]:
+    return {t.nodeid for t in result.tests if t.outcome == "timeout"}
+
+
+def _verdict(result: ScoreResult, leave_out: frozenset[str] = frozenset()) -> tuple[object, ...]:
+    """What a verdict is made of: pass rates, rejection, the codes, each test's outcome (less
+    the tests ``leave_out`` names, and then the rates they move)."""
     return (
-        result.signal("pass_rate"),
-        result.signal("heldout_pass_rate"),
+        None if leave_out else result.signal("pass_rate"),
+        None if leave_out else result.signal("heldout_pass_rate"),
         result.integrity.rejected,
         tuple(sorted({r.code for r in result.integrity.reasons if r.severity != "hint"})),
-        tuple(sorted((t.nodeid, t.outcome) for t in result.tests)),
+        tuple(sorted((t.nodeid, t.outcome) for t in result.tests if t.nodeid not in leave_out)),
     )
 
 

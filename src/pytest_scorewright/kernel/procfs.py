@@ -73,6 +73,17 @@ def _children(pid: int) -> list[int]:
     return found
 
 
+def waited_s(pid: int) -> float | None:
+    """Seconds ``pid``'s main thread has spent runnable but waiting for a CPU (the second
+    field of /proc/<pid>/schedstat); None if it is gone or the kernel keeps no such count
+    (no CONFIG_SCHED_INFO; gVisor's /proc)."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as fh:
+            return int(fh.read().split()[1]) / 1e9
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot (field 22 of its stat); None if it
     is gone. A pid and its start time name one process, even after the pid is reused."""

@@ -28,6 +28,15 @@ test failed at its CPU limit at 1.0 s and pytest-timeout's 1.0 s alarm found the
 written, and a right program's six later tests read ``not_run``. A hang after that point is
 still cut, by this clock's wall limit.
 
+A wall limit is the test's time less the time its processes (this one's main thread, the
+candidate's process) waited for a CPU: /proc's schedstat counts it. On a loaded machine a right
+program's slow test, runnable all along, was cut at its wall limit in one scoring and not in
+another, and two such timeouts end a run. A hang that sleeps or waits never waits for a CPU, so
+it is cut exactly as before; one that spins is cut by its CPU limit. The stretch is at most
+:data:`STRETCH` times the limit (a candidate that lowers its own priority on a loaded machine
+waits longer), and the run's deadline bounds it all. Where the kernel keeps no such count
+(gVisor), the limit is plain wall time.
+
 A quick test (over before the watcher's first look) costs one ``process_time`` call at each
 end and no read of /proc: only tests that take a while are measured in full.
 
@@ -38,6 +47,7 @@ stop the thread: it would only go on hanging until its wall limit or the run's d
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import threading
 import time
@@ -48,7 +58,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.kernel.procfs import tree_cpu_s
+from pytest_scorewright.kernel.procfs import tree_cpu_s, waited_s
 from pytest_scorewright.limits import SHORT_CPU_S, SHORT_SHARE, SHORT_WALL_S
 from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK, WALL_TIMEOUT_MARK
 
@@ -70,6 +80,11 @@ REPORTING_FILES = (
 _REPORTING = frozenset(REPORTING_FILES)
 #: How many of the innermost frames are looked at for them.
 _REPORTING_DEPTH = 8
+#: A wall limit is stretched by the time the test's processes waited for a CPU, up to this many
+#: times itself (see the module docstring).
+STRETCH = 10.0
+#: Less than this much later (or this share of the limit) is not worth setting the alarm again.
+MIN_STRETCH_S = 0.05
 #: The signal that fails a test over its CPU limit (SIGALRM is pytest-timeout's).
 SIGNAL = signal.SIGPROF
 #: Bound at import, before any candidate code.
@@ -115,6 +130,14 @@ class TestClock:
         self._wall_limit: float | None = None
         self._started_wall = 0.0
         self._fired_at = 0.0  # when the signal was last sent for the running test
+        # Seconds waited for a CPU (waited_s): this process's at the test's start, and the
+        # candidate's process's as for its CPU time above.
+        self._own_waited0 = 0.0
+        self._pid_waited0 = 0.0
+        self._pid_waited_seen = 0.0
+        self._waited_elsewhere = 0.0
+        self._alarm_set_at = 0.0  # when pytest-timeout's alarm was set for the running test
+        self._alarm_due = 0.0  # and when it is due now
         self._why = ""  # what the last signal was for: its message
         self._wake = threading.Event()
         self._thread: threading.Thread | None = None
@@ -151,6 +174,17 @@ class TestClock:
                 # Found writing a message (pytest-timeout's alarm comes once): again shortly.
                 signal.setitimer(signal.ITIMER_REAL, REFIRE_S)
                 return
+            with self._lock:
+                # What it waited for a CPU before the alarm was due: not the wait since (a
+                # sleeping hang woken by the alarm waits for a CPU too, on a loaded machine).
+                now = _monotonic()
+                waited = self._credit_locked(settings.timeout) - (now - self._alarm_due)
+                left = settings.timeout + max(0.0, waited) - (self._alarm_due - self._alarm_set_at)
+                if left > max(MIN_STRETCH_S, settings.timeout * MIN_STRETCH_S):
+                    # It waited for a CPU meanwhile: the limit is that much later.
+                    self._alarm_due = now + left
+                    signal.setitimer(signal.ITIMER_REAL, left)
+                    return
             pytest_timeout.timeout_sigalrm(item, settings)
 
         def cancel() -> None:
@@ -158,6 +192,8 @@ class TestClock:
             signal.signal(signal.SIGALRM, signal.SIG_DFL)
 
         item.cancel_timeout = cancel  # type: ignore[attr-defined]
+        self._alarm_set_at = _monotonic()
+        self._alarm_due = self._alarm_set_at + settings.timeout
         signal.signal(signal.SIGALRM, alarm)
         signal.setitimer(signal.ITIMER_REAL, settings.timeout)
         return True
@@ -199,6 +235,8 @@ class TestClock:
             self._why = ""
             self._started_own = _process_time()
             self._pid, self._pid_cpu, self._pid_seen, self._elsewhere = None, 0.0, 0.0, 0.0
+            self._own_waited0 = waited_s(os.getpid()) or 0.0
+            self._pid_waited0 = self._pid_waited_seen = self._waited_elsewhere = 0.0
             self._fired = None
         if self._thread is None:
             watcher = threading.Thread(target=self._watch, name="scorewright-clock", daemon=True)
@@ -226,6 +264,8 @@ class TestClock:
                 return None if own < POLL_S else round(own, 4)
             self._pid = self.candidate_pid() or 0
             self._pid_cpu = self._pid_seen = (tree_cpu_s(self._pid) or 0.0) if self._pid else 0.0
+            waited = (waited_s(self._pid) or 0.0) if self._pid else 0.0
+            self._pid_waited0 = self._pid_waited_seen = waited
             return own
         now = tree_cpu_s(self._pid) if self._pid else None
         if now is None:
@@ -234,10 +274,25 @@ class TestClock:
             pid = self.candidate_pid() or 0
             if pid != self._pid:
                 self._elsewhere += self._pid_seen - self._pid_cpu
+                self._waited_elsewhere += self._pid_waited_seen - self._pid_waited0
                 self._pid, self._pid_cpu, self._pid_seen = pid, 0.0, 0.0
+                self._pid_waited0 = self._pid_waited_seen = 0.0
             now = (tree_cpu_s(pid) or 0.0) if pid else 0.0
         self._pid_seen = now
         return round(own + self._elsewhere + max(0.0, now - self._pid_cpu), 4)
+
+    def _credit_locked(self, limit: float) -> float:
+        """What a wall limit of ``limit`` seconds is stretched by now (lock held): the time the
+        running test's processes (this one's main thread, the candidate's process) waited
+        for a CPU since it started, at most :data:`STRETCH` - 1 times the limit."""
+        own = waited_s(os.getpid())
+        waited = (own - self._own_waited0) if own is not None else 0.0
+        if self._pid:
+            now = waited_s(self._pid)
+            if now is not None:
+                self._pid_waited_seen = now
+        waited += self._waited_elsewhere + self._pid_waited_seen - self._pid_waited0
+        return min(max(0.0, waited), (STRETCH - 1) * limit)
 
     def _watch(self) -> None:
         while True:
@@ -263,7 +318,10 @@ class TestClock:
         wall = self._wall_limit
         # pytest-timeout fails the test at its wall limit; still running REFIRE_S after it,
         # it went on (the failure was caught), and from then on every REFIRE_S.
-        if wall is not None and _monotonic() - self._started_wall > wall + REFIRE_S:
+        if wall is None:
+            return None
+        elapsed = _monotonic() - self._started_wall
+        if elapsed > wall + REFIRE_S and elapsed - self._credit_locked(wall) > wall + REFIRE_S:
             return f"Timeout (>{wall:g}s {WALL_TIMEOUT_MARK}"
         return None
 
