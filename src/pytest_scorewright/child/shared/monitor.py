@@ -27,7 +27,11 @@ Python. Changing it is made evidence instead: at the end of every test the repor
 audit event, and the hook answers the parent with how many findings it sent (in all and in
 the test), whether it was busy and a digest of its armed state; the parent checks the answer
 against what it received (integrity/verdict.py, ``monitor_silenced``). A candidate that
-replaces the monitor's behaviour faithfully is beyond what the in-process mode can catch.
+replaces the monitor's behaviour faithfully is beyond what the in-process mode can catch; so is
+one that marks its own thread as the monitor's (the per-thread guard that keeps the monitor's
+own events from being taken for the candidate's), whose events in that thread are then let
+through. With the candidate in a process of its own (the default where the reference allows),
+its code never runs in the test process, and this monitor is out of its reach.
 """
 
 from __future__ import annotations
@@ -39,7 +43,7 @@ import os
 import re
 import sys
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
@@ -146,6 +150,7 @@ _MAX_FINDINGS = 5000
 MANY_PROCESSES = 16
 #: The audit event the reporter raises at the end of every test (reporter.py).
 CANARY_EVENT = "scorewright.canary"
+_get_ident = threading.get_ident
 #: Standard-library modules whose functions tests use as oracles; snapshotted with the
 #: modules the trusted test modules bind, compared at the session's end.
 _ORACLE_MODULES = (
@@ -219,7 +224,16 @@ class Monitor:
         #: Codes sent in the current test (one finding per code and test).
         self.seen: set[str] = set()
         self.count = 0
+        #: Set, the audit hook lets every event through: the monitor is disabled, and every
+        #: answer says so. Nothing of ours sets it.
         self.busy = False
+        # The threads now in the monitor's own code, whose own events are not the candidate's.
+        # Per thread: a flag shared by all, set and restored by one thread while another
+        # was inside, stayed set (a test's clock reads /proc from a thread of its own), and
+        # a right program's run read as a disabled monitor from that test on (seen under
+        # load). A candidate in process can add its own thread here, as it can replace the
+        # monitor's behaviour: the module docstring says what that mode cannot catch.
+        self._inside: set[int] = set()
         self.snapshot: dict[tuple[str, str, str], object] = {}
         self.outcomes: tuple[tuple[Mapping[str, Any], tuple[str, str, str], object], ...] = ()
         #: Identities that already changed (reported once, in the test where they changed).
@@ -350,11 +364,8 @@ class Monitor:
     def announce(self) -> None:
         """Collection starts (no test module, so no candidate code, has been imported yet):
         tell the parent the state the monitor is armed with, the baseline of every answer."""
-        self.busy = True
-        try:
-            self._send_state(busy=False)
-        finally:
-            self.busy = False
+        with self._own():
+            self._send_state(busy=self.busy)
 
     def _send_state(self, *, busy: bool) -> None:
         message = {
@@ -376,14 +387,24 @@ class Monitor:
             # what it replaced there is filed under this test.
             with contextlib.suppress(Exception):
                 self.before_answer()
-        busy, self.busy = self.busy, True
-        try:
+        with self._own():
             self.check_identities()
             path = _module_path(nodeid)
             self.check_oracles([*self.conftests, path] if path else self.conftests)
-            self._send_state(busy=busy)
+            self._send_state(busy=self.busy)
+
+    @contextlib.contextmanager
+    def _own(self) -> Iterator[None]:
+        """The monitor's own code runs in this thread: its events are not the candidate's."""
+        me = _get_ident()
+        if me in self._inside:
+            yield
+            return
+        self._inside.add(me)
+        try:
+            yield
         finally:
-            self.busy = busy
+            self._inside.discard(me)
 
     def state(self) -> str:
         """A digest of what the monitor was armed with: a candidate that changes any of it
@@ -396,6 +417,7 @@ class Monitor:
             id(self._send),
             id(self._getframe),
             id(self._handlers),
+            id(self._inside),
             tuple((k, id(v)) for k, v in self._handlers.items()),
             tuple((k, id(v)) for k, v in self.snapshot.items()),
             id(self.outcomes),
@@ -446,7 +468,10 @@ class Monitor:
             return
         if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_READS):
             return  # __code__, f_code: read all the time, by everyone; cheap to let through
-        self.busy = True  # our own frame walk raises events too
+        me, inside = _get_ident(), self._inside
+        if me in inside:
+            return  # our own frame walk raises events too
+        inside.add(me)
         try:
             where = self.candidate_line(self._getframe(1), immediate=event in _IMMEDIATE)
             if where is not None:
@@ -454,7 +479,7 @@ class Monitor:
         except Exception:  # noqa: S110 - a tripwire must never break a test run
             pass
         finally:
-            self.busy = False
+            inside.discard(me)
 
     # -- after the session ---------------------------------------------------------------
 
@@ -486,21 +511,15 @@ class Monitor:
         """In the candidate's own process (isolation by process), at the end of each test,
         when the test process asks: what it replaced there reaches no test, but shows what it
         tried. (~70 us: too much for every call.)"""
-        busy, self.busy = self.busy, True
-        try:
+        with self._own():
             self.check_identities()
             self.check_stdlib()
-        finally:
-            self.busy = busy
 
     def final_checks(self) -> None:
-        self.busy = True  # our own lookups below must not be taken for the candidate's
-        try:
+        with self._own():  # our own lookups below must not be taken for the candidate's
             self.check_identities()
             self.check_oracles([*self.conftests, *self.oracles])
             self.check_stdlib()
-        finally:
-            self.busy = False
         extra = [
             t
             for t in threading.enumerate()
