@@ -130,8 +130,8 @@ class TestClock:
         self._wall_limit: float | None = None
         self._started_wall = 0.0
         self._fired_at = 0.0  # when the signal was last sent for the running test
-        # Seconds waited for a CPU (waited_s): this process's at the test's start, and the
-        # candidate's process's as for its CPU time above.
+        # Seconds waited for a CPU (waited_s): this process's at the watcher's first look at
+        # the test, and the candidate's process's as for its CPU time above.
         self._own_waited0 = 0.0
         self._pid_waited0 = 0.0
         self._pid_waited_seen = 0.0
@@ -235,7 +235,6 @@ class TestClock:
             self._why = ""
             self._started_own = _process_time()
             self._pid, self._pid_cpu, self._pid_seen, self._elsewhere = None, 0.0, 0.0, 0.0
-            self._own_waited0 = waited_s(os.getpid()) or 0.0
             self._pid_waited0 = self._pid_waited_seen = self._waited_elsewhere = 0.0
             self._fired = None
         if self._thread is None:
@@ -266,6 +265,7 @@ class TestClock:
             self._pid_cpu = self._pid_seen = (tree_cpu_s(self._pid) or 0.0) if self._pid else 0.0
             waited = (waited_s(self._pid) or 0.0) if self._pid else 0.0
             self._pid_waited0 = self._pid_waited_seen = waited
+            self._own_waited0 = waited_s(os.getpid()) or 0.0
             return own
         now = tree_cpu_s(self._pid) if self._pid else None
         if now is None:
@@ -284,7 +284,10 @@ class TestClock:
     def _credit_locked(self, limit: float) -> float:
         """What a wall limit of ``limit`` seconds is stretched by now (lock held): the time the
         running test's processes (this one's main thread, the candidate's process) waited
-        for a CPU since it started, at most :data:`STRETCH` - 1 times the limit."""
+        for a CPU since the watcher's first look at it (a quick test is never looked at), at
+        most :data:`STRETCH` - 1 times the limit."""
+        if self._pid is None:
+            return 0.0
         own = waited_s(os.getpid())
         waited = (own - self._own_waited0) if own is not None else 0.0
         if self._pid:
