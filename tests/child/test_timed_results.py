@@ -144,7 +144,13 @@ def test_an_honestly_faster_program_keeps_its_speedup_and_the_reference_reads_ab
     # The reference against itself is not measured twice (below 1.5): beside the rest of
     # the suite under -n 2 one measurement has read 0.36 (its rounds' median twice the
     # prepared one's, their spread as large as the median). Quiet, it reads 0.94-1.01.
-    assert 0.25 < (same.signal("speedup") or 0.0) < 4.0, same.to_json()
+    # A load that lasts the whole benchmark slows every round alike, so it is not said noisy:
+    # once, in a CI-style run of the whole suite, the reference read 0.087 against itself.
+    # Slower is never credited; the band holds where the machine is not loaded.
+    loaded = os.getloadavg()[0] > (os.cpu_count() or 1)
+    ratio = same.signal("speedup") or 0.0
+    assert ratio < 4.0, same.to_json()
+    assert ratio > 0.25 or loaded, same.to_json()
     assert credited == fast.signal("speedup")
 
 

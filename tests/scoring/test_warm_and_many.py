@@ -311,10 +311,12 @@ def _kill_the_caller_mid_run(
     assert caller.stdout is not None
     keeper_pid = int(caller.stdout.readline())
     holder = int(caller.stdout.readline()) if hold_requests or fork_worker else None
-    deadline = time.monotonic() + 20
+    # Until both runs spin in their sandboxes (once, in a CI-style run of the whole suite,
+    # not within 20 s: the process table is printed if it happens again).
+    deadline = time.monotonic() + 60
     while not sandbox_processes(caller.pid, since) and time.monotonic() < deadline:
-        time.sleep(0.05)  # until both runs spin in their sandboxes
-    assert sandbox_processes(caller.pid, since), "the runs never started"
+        time.sleep(0.05)
+    assert sandbox_processes(caller.pid, since), ("the runs never started", _table())
     time.sleep(after)
     if os.geteuid() == 0:  # the runs' copies of the tests: no other user reads them
         readable = [
@@ -458,6 +460,23 @@ def test_work_dirs_of_a_caller_killed_with_every_cleaner_go_with_the_next_evalua
             assert mine.root.exists()  # its owner (this process) is alive
     finally:
         mine.remove()
+
+
+def _table() -> list[str]:
+    """Every process's pid, parent, state, uids and command line, for a failure's message."""
+    rows = []
+    for entry in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+            command = Path(f"/proc/{entry}/cmdline").read_bytes().replace(b"\0", b" ")
+        except OSError:
+            continue
+        fields = dict(line.split(":\t", 1) for line in status.splitlines() if ":\t" in line)
+        rows.append(
+            f"{entry} ppid={fields.get('PPid')} {fields.get('State', '')[:1]} "
+            f"uid={fields.get('Uid', '').split()[:2]} {command[:80]!r}"
+        )
+    return rows
 
 
 def _still_there(top: Path) -> list[Path]:
