@@ -17,6 +17,7 @@ import pytest
 from pytest_scorewright.child.shared import monitor as monitor_module
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import decode_frame
+from tests.forked import in_a_fork
 
 pytestmark = pytest.mark.slow  # forks
 
@@ -26,43 +27,33 @@ ANSWERS = 300
 def _answers(tmp_path: Path, how: str) -> list[dict[str, Any]]:
     """The canary answers of a forked child that answers :data:`ANSWERS` times while another
     thread raises audit events the monitor handles; ``how`` says what the child does besides."""
-    read, written = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 1
-        try:
-            os.close(read)
-            sys.setswitchinterval(1e-6)  # threads take turns as often as they can
-            armed = monitor_module.arm(written, str(tmp_path / "candidate"), str(tmp_path), ())
-            stop, added = threading.Event(), threading.Event()
 
-            def events() -> None:
-                added.set()
-                while not stop.is_set():
-                    with open(os.devnull, "rb"):  # an "open" event, the clock's kind
-                        pass
-                    for _ in range(20):
-                        sys._getframe()  # events without a system call between them
+    def child(written: int) -> int:
+        sys.setswitchinterval(1e-6)  # threads take turns as often as they can
+        armed = monitor_module.arm(written, str(tmp_path / "candidate"), str(tmp_path), ())
+        stop, started = threading.Event(), threading.Event()
 
-            thread = threading.Thread(target=events)
-            thread.start()
-            added.wait()
-            if how == "disabled":
-                armed.busy = True
-            for n in range(ANSWERS):
-                sys.audit(monitor_module.CANARY_EVENT, f"t::x[{n}]")
-            stop.set()
-            thread.join()
-            code = 0
-        finally:
-            os._exit(code)
-    os.close(written)
-    data = b""
-    while chunk := os.read(read, 65536):
-        data += chunk
-    os.close(read)
-    _, status = os.waitpid(pid, 0)
-    assert os.waitstatus_to_exitcode(status) == 0
+        def events() -> None:
+            started.set()
+            while not stop.is_set():
+                with open(os.devnull, "rb"):  # an "open" event, the clock's kind
+                    pass
+                for _ in range(20):
+                    sys._getframe()  # events without a system call between them
+
+        thread = threading.Thread(target=events)
+        thread.start()
+        started.wait()
+        if how == "disabled":
+            armed.busy = True
+        for n in range(ANSWERS):
+            sys.audit(monitor_module.CANARY_EVENT, f"t::x[{n}]")
+        stop.set()
+        thread.join()
+        return 0
+
+    code, data = in_a_fork(child)
+    assert code == 0
     messages, at = [], 0
     while at < len(data):
         length = int.from_bytes(data[at : at + 4], "big")

@@ -19,6 +19,7 @@ from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
 from pytest_scorewright.limits import Limits, rounded_up
 from pytest_scorewright.result import ScoreResult
+from tests.forked import in_a_fork
 
 SUITE = """
     from solution import work
@@ -504,18 +505,14 @@ def _write_while_signalled(write: str) -> int:
     from pytest_scorewright.child.test_process import recheck, test_clock
     from pytest_scorewright.protocol.channel import send
 
-    read, written = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # pragma: no cover - the child
-        code = 3
+    def child(written: int) -> int:
+        clock = test_clock.TestClock({}, None, lambda: None)
+        clock.install()
+        clock.in_phase = True
+        clock._nodeid = clock._fired = "t::x"
+        clock._why = "Timeout (>0.5s of CPU time)"
+        message = {"type": "x", "data": "a" * _FRAME_BYTES}
         try:
-            os.close(read)
-            clock = test_clock.TestClock({}, None, lambda: None)
-            clock.install()
-            clock.in_phase = True
-            clock._nodeid = clock._fired = "t::x"
-            clock._why = "Timeout (>0.5s of CPU time)"
-            message = {"type": "x", "data": "a" * _FRAME_BYTES}
             if write == "alarm":
                 item: Any = _Item()
                 clock.set_wall_timer(item, pytest_timeout.Settings(0.01, "signal", False, True))
@@ -523,27 +520,26 @@ def _write_while_signalled(write: str) -> int:
             else:
                 recheck._channel.fd = written
                 recheck._emit(message)
-            code = 4
+        except pytest.fail.Exception:
+            return 3  # failed while the message was being written
+        try:
             time.sleep(5)  # the next signal (re-armed, or the parent's) fails the test here
         except pytest.fail.Exception:
-            code = 0 if code == 4 else 3
-        finally:
-            os._exit(code)
-    os.close(written)
-    got = b""
-    while chunk := os.read(read, 4096):
-        got += chunk
+            return 0
+        return 4
+
+    def slowly(pid: int) -> None:
         if write != "alarm":
             os.kill(pid, signal.SIGPROF)  # as the clock's watcher sends it, while the test runs
         time.sleep(0.002)
-    os.close(read)
-    _, status = os.waitpid(pid, 0)
+
+    code, got = in_a_fork(child, each_read=slowly, size=4096)
     from pytest_scorewright.protocol.channel import decode_frame
 
     length = int.from_bytes(got[:4], "big")
     assert length == len(got) - 4, (length, len(got))  # one frame, whole
     assert decode_frame(got[4:])["data"] == "a" * _FRAME_BYTES
-    return os.waitstatus_to_exitcode(status)
+    return code
 
 
 @pytest.mark.slow
