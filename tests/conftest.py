@@ -5,6 +5,7 @@ import json
 import os
 import platform
 import shutil
+import signal
 import sys
 import time
 from collections.abc import Callable, Iterator
@@ -44,6 +45,34 @@ def _pytester_without_pytest_benchmark(
     if "pytester" in request.fixturenames:
         request.getfixturevalue("pytester")  # it clears PYTEST_ADDOPTS when it starts
         monkeypatch.setenv("PYTEST_ADDOPTS", WITHOUT_PYTEST_BENCHMARK)
+
+
+#: What a test must leave as it found it: an ignored or blocked signal is inherited by every
+#: process the worker starts later (both survive exec), and a SIGINT handler other than
+#: Python's makes a later test's `_thread.interrupt_main()` do nothing. (A Python handler
+#: for SIGTERM, as Ray's and Dask's drivers install, is reset by exec: let pass.)
+_KEPT_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT, signal.SIGCHLD)
+
+
+def _signal_state() -> tuple[object, ...]:
+    blocked = frozenset(signal.pthread_sigmask(signal.SIG_BLOCK, []))
+    ignored = frozenset(s for s in _KEPT_SIGNALS if signal.getsignal(s) == signal.SIG_IGN)
+    return (signal.getsignal(signal.SIGINT), ignored, blocked)
+
+
+@pytest.fixture(autouse=True)
+def _signals_left_as_found() -> Iterator[None]:
+    before = _signal_state()
+    yield
+    after = _signal_state()
+    if after != before:
+        handler, ignored, blocked = before
+        signal.signal(signal.SIGINT, handler)  # type: ignore[arg-type]
+        for sig in _KEPT_SIGNALS:
+            if sig not in ignored and signal.getsignal(sig) == signal.SIG_IGN:  # type: ignore[operator]
+                signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # type: ignore[arg-type]
+        pytest.fail(f"the test left this process's signals changed: {before} -> {after}")
 
 
 @dataclass

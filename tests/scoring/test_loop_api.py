@@ -109,7 +109,7 @@ def test_ctrl_c_ends_score_many_with_one_line_and_every_result_kept(tmp_path: Pa
         time.sleep(0.1)
     caller.send_signal(signal.SIGINT)
     _, err = caller.communicate(timeout=60)
-    assert caller.returncode == 130
+    assert caller.returncode == 130, err
     last = err.strip().splitlines()[-1]
     assert last.startswith("scorewright: interrupted: "), err
     assert last.endswith(" kept"), err
