@@ -24,6 +24,14 @@ from pytest_scorewright.schema import schema
 
 pytest_plugins = ["pytester"]
 
+# A suite started as a background job of a non-interactive shell (`pytest -n 4 &` in a script,
+# as a load test or a CI step may start it) inherits SIGINT ignored (POSIX), and so does every
+# process it starts: the tests of Ctrl-C (a `scorewright` command interrupted, a run's
+# `_thread.interrupt_main()`) then see nothing happen (three failed so beside two CPU-bound
+# jobs, the suite started from a script). Python's own handler, as a start at a terminal has.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+
 # Corpus tasks are data (candidates and their tests), run by test_integrity_corpus.py.
 collect_ignore = ["corpus", "isolation_task", "speed_task", "flaky_task"]
 
