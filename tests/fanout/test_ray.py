@@ -76,8 +76,17 @@ def _evaluator(task: Path) -> Evaluator:
 
 
 def _actor_pids(pool: RayExecutor) -> dict[str, int]:
-    """Each actor's Ray node id and process id."""
-    return dict(ray.get([handle.where.remote() for handle in pool.handles]))
+    """Each actor's Ray node id and process id. An actor Ray is starting again answers
+    "temporarily unavailable" for a while (once, beside two CPU-bound jobs, right after a
+    batch): asked again, for up to 60 s."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            return dict(ray.get([handle.where.remote() for handle in pool.handles]))
+        except ray.exceptions.ActorUnavailableError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.5)
 
 
 def _spread_pool() -> RayExecutor:
