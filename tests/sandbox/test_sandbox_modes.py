@@ -161,6 +161,9 @@ def test_the_attack_and_degraded_mode_tests_hold_in_every_mode(mode: str, home: 
             "-q",
             # Spread, not one module to a worker (pyproject.toml): most wait on deadlines.
             *(() if mode in ONE_AT_A_TIME else ("-n", "4", "--dist", "load")),
+            # What no host changes ran in root's own session (test_sandbox_attacks.py says).
+            "-m",
+            "not same_in_every_mode",
             *MODULES,
         ],
         timeout=600,
@@ -177,7 +180,7 @@ def test_the_attack_and_degraded_mode_tests_hold_in_every_mode(mode: str, home: 
             passed.append(name)
     assert failed == [], done.stdout[-6000:]
     assert skipped == EXPECTED_SKIPS[mode], done.stdout[-3000:]
-    assert len(passed) > 30
+    assert len(passed) > 20
     assert done.returncode == 0
 
 
