@@ -560,17 +560,8 @@ def _loop_for(cpu_s: float) -> int:
     return int(turns * cpu_s / (time.process_time() - started))
 
 
-@pytest.mark.slow
-@pytest.mark.sandbox
-@pytest.mark.parametrize("isolation", ["process", "in-process"])
-def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_not(
-    isolation: str, tmp_path: Path
-) -> None:
-    # Beside three CPU-bound jobs on every CPU, a right program's 0.2 s of work takes about
-    # four times that of wall time, past its 0.4 s limit; it waited for a CPU meanwhile, so
-    # the limit is stretched by as much. A hang that sleeps waits for no CPU: cut as before.
-    turns = _loop_for(0.2)
-    tests = tmp_path / "tests"
+def _write_task(tests: Path, candidate: Path, turns: int) -> None:
+    """A test that counts ``turns`` times in the candidate, and one whose candidate sleeps."""
     tests.mkdir()
     (tests / "test_load.py").write_text(
         textwrap.dedent(
@@ -586,7 +577,6 @@ def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_
         ),
         encoding="utf-8",
     )
-    candidate = tmp_path / "solution.py"
     candidate.write_text(
         "import time\n\n"
         "def work(n):\n    total = 0\n    for i in range(n):\n"
@@ -594,6 +584,19 @@ def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_
         "def wait():\n    time.sleep(60)\n    return 1\n",
         encoding="utf-8",
     )
+
+
+@pytest.mark.slow
+@pytest.mark.sandbox
+@pytest.mark.parametrize("isolation", ["process", "in-process"])
+def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_not(
+    isolation: str, tmp_path: Path
+) -> None:
+    # Beside three CPU-bound jobs on every CPU, a right program's 0.2 s of work takes about
+    # four times that of wall time, past its 0.4 s limit; it waited for a CPU meanwhile, so
+    # the limit is stretched by as much. A hang that sleeps waits for no CPU: cut as before.
+    tests = tmp_path / "tests"
+    candidate = tmp_path / "solution.py"
     cpus = sorted(os.sched_getaffinity(0))
     hogs = [
         # Each in a session of its own, as separate jobs are: the kernel's autogroups share
@@ -604,6 +607,11 @@ def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_
     try:
         for index, hog in enumerate(hogs):
             os.sched_setaffinity(hog.pid, {cpus[index % len(cpus)]})
+        # Measured beside the jobs, as the program will run: a loop's CPU per turn grows with
+        # the load (caches and cores shared); measured before them, beside the whole suite and
+        # two other jobs, the "0.2 s" took 0.36 s of CPU here, nearly all of its 0.4 s limit.
+        turns = _loop_for(0.2)
+        _write_task(tests, candidate, turns)
         limits = Limits(timeout_s=30, test_timeout_s=0.4)
         with Evaluator(tests, limits=limits, isolation=isolation) as ev:
             result = ev.score(candidate)
