@@ -67,14 +67,20 @@ def main() -> int:
     parser.add_argument("--task", type=Path, default=DEFAULT_TASK)
     parser.add_argument("--candidate", type=Path, help="default: the task's reference")
     parser.add_argument("--runs", type=int, default=25)
+    parser.add_argument(
+        "--isolation", default="auto", help="auto (the default: process) or in-process"
+    )
     args = parser.parse_args()
     tests, reference = args.task / "tests", args.task / "reference"
     if not tests.is_dir() or not reference.exists():
         raise SystemExit(f"error: {args.task} needs tests/ and reference/; see the docstring")
     candidate = args.candidate or next(reference.glob("*.py"))
-    with Evaluator(tests, reference=reference, dedupe=False) as ev:
+    with Evaluator(tests, reference=reference, dedupe=False, isolation=args.isolation) as ev:
         samples = [phases(ev, candidate) for _ in range(args.runs + 2)][2:]
-    print(f"one visible run of {tests} ({candidate.name}), median of {args.runs}:")
+    print(
+        f"one visible run of {tests} ({candidate.name}, isolation {args.isolation}), "
+        f"median of {args.runs}:"
+    )
     for name in samples[0]:
         value = statistics.median(s[name] for s in samples)
         print(f"  {name:38} {1000 * value:7.1f} ms")
