@@ -335,7 +335,7 @@ def test_the_reward_service_scores_on_ray_and_a_killed_actor_loses_no_request(
             time.sleep(2.0)
             os.kill(victim, signal.SIGKILL)
             asking.join(240)
-            assert got[0]["reward"] == pytest.approx(1.0)
+            assert got[0]["reward"] == pytest.approx(1.0), got[0]
             assert got[0]["verdict"] == "passed"
             (again,) = _actor_pids(pool).values()
             assert again != victim

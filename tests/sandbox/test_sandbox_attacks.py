@@ -60,7 +60,7 @@ TIMEOUT_S = 4.0
 #: An attack on what only the test process, pytest or the caller's copy of the candidate
 #: decides (a skip, a conftest.py, a stale .pyc, output the parent reads and drops): no host
 #: changes it, so tests/sandbox/test_sandbox_modes.py leaves it to root's own run rather than
-#: run it again as each host (the floods alone were ~5 s of CPU a host).
+#: run it again as each host (the two floods alone took ~4.7 s of wall a host).
 SAME_IN_EVERY_MODE = pytest.mark.same_in_every_mode
 
 
@@ -249,7 +249,7 @@ def test_without_a_warm_parent_a_daemon_and_a_hang_are_ended_too(
     # warm parent the caller forks a supervisor that does (supervisor.py). Both must hold.
     # memory_mb counts the forking process's address space too (the caller's).
     candidate = tmp_path / "candidate.py"
-    # A hang that sleeps: ended at the deadline as a spin is (the first test here), for no CPU.
+    # A hang that sleeps: ended at the deadline as a spin is (test_a_cpu_spin_...), for no CPU.
     candidate.write_text(DAEMON + "def add(a, b):\n    while True:\n        time.sleep(0.01)\n")
     root = Path(__file__).resolve().parents[2]
     done = subprocess.run(
@@ -357,7 +357,7 @@ def test_sigalrm_tampering_cannot_stop_the_parents_clock(
         signal.setitimer(signal.ITIMER_REAL, 0)
         import time
         def add(a, b):
-            while True:  # tampering all along, sleeping between (a spin is the test above)
+            while True:  # tampering all along, sleeping between (test_a_cpu_spin_... spins)
                 signal.alarm(0)
                 time.sleep(0.001)
         """,
