@@ -68,7 +68,10 @@ def main() -> int:
     parser.add_argument("--candidate", type=Path, help="default: the task's reference")
     parser.add_argument("--runs", type=int, default=25)
     parser.add_argument(
-        "--isolation", default="auto", help="auto (the default: process) or in-process"
+        "--isolation",
+        default="auto",
+        choices=("auto", "process", "in-process"),
+        help="auto (the default: by process for this suite), process or in-process",
     )
     args = parser.parse_args()
     tests, reference = args.task / "tests", args.task / "reference"

@@ -417,8 +417,9 @@ def pytest_runtest_protocol(item: pytest.Item) -> object:
         after.children_user + after.children_system
         - before.children_user - before.children_system
     )  # fmt: skip
-    now = _group_cpu_s() if grouped is not None else None
-    group = f"{now - grouped:.3f}" if now is not None and grouped is not None else "-"
+    group = "-"
+    if grouped is not None and (now := _group_cpu_s()) is not None:
+        group = f"{now - grouped:.3f}"
     wall = after.elapsed - before.elapsed
     line = f"{own:.3f}\t{waited:.3f}\t{wall:.3f}\t{group}\t{item.nodeid}\n"
     with contextlib.suppress(OSError), open(_CPU_LOG, "a", encoding="utf-8") as log:
