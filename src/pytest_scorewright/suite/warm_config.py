@@ -42,6 +42,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
+from pytest_scorewright.child.shared.monitor import remember_outcome_identities
 from pytest_scorewright.child.test_process.resume import Prepared, process_state, set_process_state
 
 #: Plugins whose ``pytest_configure`` changes no process-wide state beyond what
@@ -92,6 +93,9 @@ def prepare(
             # Removes its assertion-rewriting import hook; its configure's process-wide
             # changes were undone already, and its unconfigure undoes them again.
             old.config._ensure_unconfigure()
+    # What the monitor watches of pytest, found again now that this session may have
+    # imported more of it (child/shared/monitor.py).
+    remember_outcome_identities()
     # Parsed once, shared by every fork: keep the collector off these pages too.
     gc.collect()
     gc.freeze()

@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterator, Mapping
 from types import FrameType, FunctionType, ModuleType
 from typing import Any
 
+from pytest_scorewright.child.shared import identity_table
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.channel import send
 from pytest_scorewright.protocol.phases import reduce_report
@@ -101,7 +102,33 @@ _METHOD_KINDS = (FunctionType, classmethod, staticmethod, property)
 
 def outcome_identities() -> tuple[tuple[str, str, str], ...]:
     """Every callable and class pytest's outcome modules bind, and their classes' methods
-    (:data:`_OUTCOME_MODULES`), as (module, owner, name) keys."""
+    (:data:`_OUTCOME_MODULES`), as (module, owner, name) keys: those
+    :func:`remember_outcome_identities` found, while the same modules bind as many names."""
+    if _remembered is not None and _remembered[0] == _outcome_signature():
+        return _remembered[1]
+    return _find_outcome_identities()
+
+
+def remember_outcome_identities() -> None:
+    """Find the keys once, in the warm parent (every run's processes are forked from it with
+    pytest imported): each process of a run snapshots them twice, at ~0.4 ms a time.
+    What each key holds is looked up again at every snapshot, never taken from here."""
+    global _remembered
+    _remembered = (_outcome_signature(), _find_outcome_identities())
+
+
+_remembered: tuple[tuple[tuple[int, int], ...], tuple[tuple[str, str, str], ...]] | None = None
+
+
+def _outcome_signature() -> tuple[tuple[int, int], ...]:
+    # A module imported, replaced or given a name since the keys were found finds them again.
+    return tuple(
+        (id(module), len(vars(module)) if isinstance(module, ModuleType) else -1)
+        for module in map(sys.modules.get, _OUTCOME_MODULES)
+    )
+
+
+def _find_outcome_identities() -> tuple[tuple[str, str, str], ...]:
     found: list[tuple[str, str, str]] = []
     for name in _OUTCOME_MODULES:
         module = sys.modules.get(name)
@@ -235,7 +262,7 @@ class Monitor:
         # monitor's behaviour: the module docstring says what that mode cannot catch.
         self._inside: set[int] = set()
         self.snapshot: dict[tuple[str, str, str], object] = {}
-        self.outcomes: tuple[tuple[Mapping[str, Any], tuple[str, str, str], object], ...] = ()
+        self.outcomes: tuple[tuple[Mapping[str, Any], identity_table.Group], ...] = ()
         #: Identities that already changed (reported once, in the test where they changed).
         self.changed: set[tuple[str, ...]] = set()
         #: What each trusted test module defines: path -> name -> (object, module name).
@@ -244,6 +271,8 @@ class Monitor:
         self.conftests: list[str] = []
         #: Standard-library (module, name) -> the function at snapshot time.
         self.stdlib: dict[tuple[str, str], object] = {}
+        #: ``stdlib`` by module, for the checks; made again when ``stdlib`` grows.
+        self._stdlib_groups: tuple[tuple[str, identity_table.Group], ...] | None = None
         #: Processes candidate code started in this run (fork, spawn, subprocess, system).
         self.processes = 0
         #: Made-up file names (``<mine>``) the candidate compiled code under.
@@ -276,14 +305,11 @@ class Monitor:
         self.snapshot = {k: v for k in self.watched if (v := _lookup(*k)) is not None}
         # A tuple (it cannot change in place) of live namespaces and what they held: the
         # state digest needs only its identity, and one check costs ~0.1 ms.
-        self.outcomes = tuple(
-            (namespace, key, before)
-            for key in outcome_identities()
-            if (namespace := _namespace(key)) is not None
-            and (before := namespace.get(key[2])) is not None
-            and key not in self.snapshot
+        self.outcomes = identity_table.grouped(
+            tuple(key for key in outcome_identities() if key not in self.snapshot), _namespace
         )
         self.stdlib = {}
+        self._stdlib_groups = None
         for name in _ORACLE_MODULES:
             self._snapshot_module(name)
 
@@ -294,6 +320,7 @@ class Monitor:
         for attr, value in list(vars(module).items()):
             if not attr.startswith("_") and callable(value) and (name, attr) not in self.stdlib:
                 self.stdlib[(name, attr)] = value
+                self._stdlib_groups = None
 
     # -- what the trusted test modules define --------------------------------------------
 
@@ -484,11 +511,12 @@ class Monitor:
     # -- after the session ---------------------------------------------------------------
 
     def check_identities(self) -> None:
-        for namespace, key, before in self.outcomes:
-            if namespace.get(key[2]) is not before and key not in self.changed:
-                self.changed.add(key)
-                name = ".".join(part for part in key if part)
-                self.finding("pytest_tampered", f"{name} was replaced while the candidate ran")
+        for namespace, group in self.outcomes:
+            for key in group.changed(namespace):
+                if key not in self.changed:
+                    self.changed.add(key)
+                    name = ".".join(part for part in key if part)
+                    self.finding("pytest_tampered", f"{name} was replaced while the candidate ran")
         for key, before in self.snapshot.items():
             if _lookup(*key) is not before and key not in self.changed:
                 self.changed.add(key)
@@ -498,14 +526,20 @@ class Monitor:
                 self.finding(code, f"{name} was replaced while the candidate ran")
 
     def check_stdlib(self) -> None:
-        for (module, attr), before in self.stdlib.items():
+        if self._stdlib_groups is None:
+            self._stdlib_groups = identity_table.by_module(self.stdlib)
+        for module, group in self._stdlib_groups:
             mod = sys.modules.get(module)
-            now = vars(mod).get(attr) if mod is not None else None
-            if now is not before and (module, attr) not in self.changed:
-                self.changed.add((module, attr))
-                self.finding(
-                    "patches_runtime", f"{module}.{attr} was replaced while the candidate ran"
-                )
+            try:
+                namespace = vars(mod) if mod is not None else None
+            except TypeError:  # an object without a __dict__ put in its place
+                namespace = None
+            for _, _, attr in group.changed(namespace):
+                if (module, attr) not in self.changed:
+                    self.changed.add((module, attr))
+                    self.finding(
+                        "patches_runtime", f"{module}.{attr} was replaced while the candidate ran"
+                    )
 
     def check_between_calls(self) -> None:
         """In the candidate's own process (isolation by process), at the end of each test,
