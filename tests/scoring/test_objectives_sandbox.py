@@ -246,6 +246,43 @@ def test_slowed_null_calls_are_never_subtracted_beyond_those_before_the_import(
     assert 0 < (result.signal("speedup") or 0.0) < 0.5, result.to_json()
 
 
+#: A suite whose reference benchmarks nothing: candidate processes are not timed for what a
+#: call's items cost (~3 ms of CPU each saved); a candidate that makes a test benchmark all
+#: the same gets its figures, with the empty call's cost, timed before its import, taken off.
+ASKS_FOR_THE_FIXTURE_LATE = """
+import pytest
+import solution
+
+
+def test_counts():
+    assert solution.count_primes(10) == 4
+
+
+def test_speed_where_offered(request):
+    if getattr(solution, "OFFERS_SPEED", False):
+        benchmark = request.getfixturevalue("benchmark")
+        assert benchmark(solution.count_primes, 30_000) == 3245
+"""
+
+
+def test_a_suite_that_benchmarks_only_for_some_candidates_still_times_them(
+    tmp_path: Path, speed: Evaluator
+) -> None:
+    assert speed._runner.planner.settings.benchmarks  # its reference benchmarks
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_late.py").write_text(ASKS_FOR_THE_FIXTURE_LATE)
+    offers = _write(tmp_path, "offers", (SPEED / "fast.py").read_text() + "\nOFFERS_SPEED = True\n")
+    limits = Limits(test_timeout_s=20.0)
+    with Evaluator(tests, reference=SPEED / "reference", isolation="process", limits=limits) as ev:
+        assert not ev._runner.planner.settings.benchmarks
+        result = ev.score(offers)
+    assert result.signal("pass_rate") == 1.0, result.to_json()
+    (record,) = [t for t in result.tests if t.benchmark is not None]
+    assert record.benchmark is not None
+    assert 0 < record.benchmark.overhead_s < 0.02  # the empty call's, timed before the import
+
+
 #: In the test process, the benchmark fixture's own clock replaced (the binding made before
 #: any candidate code was imported): a counter that makes every call look instantaneous.
 REPLACES_THE_FIXTURES_CLOCK = """

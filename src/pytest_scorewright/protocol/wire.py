@@ -141,6 +141,10 @@ class SandboxSpec:
     #: Evaluator, so that the reference's rounds and each candidate's get the same arguments,
     #: which no candidate can work out in advance.
     round_key: str = ""
+    #: The reference's runs used the benchmark fixture (or there is no reference): each
+    #: candidate process is timed, as it starts, for what an item of a call's arguments
+    #: costs too (child/test_process/proxy.py), not only for an empty call.
+    benchmarks: bool = True
     #: Each test's own (wall, CPU) limits by node id, and every other test's (None: only
     #: the command line's wall limit, no CPU limit); child/test_process/test_clock.py.
     test_limits: Mapping[str, tuple[float, float | None]] = field(default_factory=dict)
@@ -205,6 +209,7 @@ def spec_from_wire(data: dict[str, Any]) -> SandboxSpec:
         cpu=data.get("cpu"),
         coverage=data.get("coverage", False),
         round_key=data.get("round_key", ""),
+        benchmarks=data.get("benchmarks", True),
         test_limits={k: (v[0], v[1]) for k, v in data.get("test_limits", {}).items()},
         test_limit=_limit_pair(data.get("test_limit")),
         gvisor=data.get("gvisor", False),

@@ -97,6 +97,8 @@ class RunSettings:
     coverage: bool = False
     #: The key of fresh-argument rounds' seeds (protocol/wire.py ``SandboxSpec``).
     round_key: str = ""
+    #: The suite benchmarks (protocol/wire.py ``SandboxSpec``): known once the reference ran.
+    benchmarks: bool = True
     #: Every run inside the Evaluator's gVisor sandbox (sandbox/gvisor.py), whose view of
     #: files lets each run's uid reach the interpreter.
     gvisor: bool = False
@@ -237,6 +239,7 @@ class RunPlanner:
             one_cpu=isolated and limits.one_cpu,
             coverage=s.coverage,
             round_key=s.round_key,
+            benchmarks=s.benchmarks,
             test_limits=per_test.for_suite(suite) if per_test is not None else {},
             test_limit=(per_test.wall_s, per_test.cpu_s) if per_test is not None else None,
             user_namespace=user_ns,

@@ -161,10 +161,13 @@ class Runner:
             for outcome, run in zip(observed, launched, strict=True)
         ]
 
-    def calibrate(self, limits: Limits) -> None:
-        """Later runs take ``limits`` (the per-test limit the reference calibrated)."""
+    def calibrate(self, limits: Limits, *, benchmarks: bool = True) -> None:
+        """Later runs take ``limits`` (the per-test limit the reference calibrated), and time
+        what a call's items cost only if the suite ``benchmarks``."""
         self.limits = limits
-        self.planner.settings = dataclasses.replace(self.planner.settings, limits=limits)
+        self.planner.settings = dataclasses.replace(
+            self.planner.settings, limits=limits, benchmarks=benchmarks
+        )
 
     def run_reference(
         self, reference: Path | None, suites: Sequence[Suite], isolated: bool

@@ -211,6 +211,7 @@ def _worker_process(
         candidate_modules=spec.candidate_modules,
         coverage=spec.coverage,
         round_key=spec.round_key,
+        benchmarks=spec.benchmarks,
         test_limits=(spec.test_limits, spec.test_limit),
     )
 

@@ -89,9 +89,14 @@ class Session:
     for (again after a crash, up to :data:`MAX_RESTARTS` times)."""
 
     def __init__(
-        self, spawner: socket.socket, report: Callable[[str, str], None] | None = None
+        self,
+        spawner: socket.socket,
+        report: Callable[[str, str], None] | None = None,
+        *,
+        benchmarks: bool = True,
     ) -> None:
         self.spawner = spawner
+        self.benchmarks = benchmarks
         #: Evidence for the parent (the test process's monitor): the candidate's own
         #: monitor's findings, and escapes it raised.
         self.report = report
@@ -116,7 +121,8 @@ class Session:
         #: imported any candidate code: the most the benchmark fixture subtracts for a call.
         self.trusted_trip: float | None = None
         #: What one item (of a call's arguments or result) adds to a call at least, timed
-        #: with :attr:`trusted_trip`.
+        #: with :attr:`trusted_trip` where the suite ``benchmarks``: ~1.5 ms of CPU a
+        #: candidate process, and None (no item's cost subtracted) elsewhere.
         self.trusted_item: float | None = None
         #: Where the candidate was when a test last timed out in a call to it.
         self.stuck_at: str | None = None
@@ -160,6 +166,8 @@ class Session:
         trips = [self.null_call() for _ in range(CALIBRATION_TRIPS)]
         timed = [t for t in trips if t is not None]
         self.trusted_trip = min(timed) if timed else None
+        if not self.benchmarks:
+            return self.endpoint
         # What one item of a call's arguments or result adds to its crossing, timed here too,
         # before any candidate code: a call of 1,200 numbers each way spends about a
         # millisecond crossing, which is not the candidate's work (child/test_process/bench.py).
@@ -745,15 +753,17 @@ def install(
     report: Callable[[str, str], None] | None = None,
     own: Sequence[str] = (),
     locations: Sequence[str] = (),
+    benchmarks: bool = True,
 ) -> Session:
     """Answer imports of ``names`` with proxies to a candidate process the spawner starts.
     Names the test process can import itself (the standard library, pytest...) stay its own,
     as a candidate on the end of sys.path could not shadow them either; but ``own`` (the
     modules the tests import the candidate under) are always the candidate's, even where a
     copy is installed here (child/shared/imports.py says why). ``locations``: the candidate's
-    directories, where each proxy module's ``__file__`` is found."""
+    directories, where each proxy module's ``__file__`` is found. ``benchmarks``: the suite
+    uses the benchmark fixture (:attr:`Session.trusted_item` is timed only then)."""
     global _current
-    session = Session(socket_from_fd(spawner_fd), report)
+    session = Session(socket_from_fd(spawner_fd), report, benchmarks=benchmarks)
     for loaded in list(sys.modules):  # a copy the warm parent may have imported
         if loaded.split(".", 1)[0] in own:
             del sys.modules[loaded]

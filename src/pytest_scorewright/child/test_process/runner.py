@@ -51,6 +51,7 @@ def run_pytest(
     candidate_modules: Sequence[str] = (),
     coverage: bool = False,
     round_key: str = "",
+    benchmarks: bool = True,
     test_limits: tuple[Mapping[str, Limit], Limit | None] = ({}, None),
 ) -> NoReturn:
     """Run pytest in this (already sandboxed) process and exit; never returns.
@@ -65,7 +66,8 @@ def run_pytest(
     ``proxy`` (isolation by process: the spawner's socket, the candidate's module names and
     its directories), answered by proxies even where a copy is installed here. ``coverage``:
     the lines of the candidate's files that run are measured where its code runs.
-    ``round_key`` keys the seeds of fresh-argument benchmark rounds (timed_results.py).
+    ``round_key`` keys the seeds of fresh-argument benchmark rounds (timed_results.py);
+    ``benchmarks``: the suite uses the benchmark fixture (proxy.py times more for it).
     ``test_limits``: the tests' own (wall, CPU) limits and the others' (test_clock.py).
     """
     code = EXIT_CHILD_ERROR
@@ -91,7 +93,7 @@ def run_pytest(
             )
         clock = TestClock(test_limits[0], test_limits[1], _no_pid)
         if proxy is not None:
-            session = _proxies(proxy, monitor, candidate_modules)
+            session = _proxies(proxy, monitor, candidate_modules, benchmarks)
             covered = session.coverage if coverage else None
             clock.candidate_pid = functools.partial(getattr, session, "pid")
         if measuring is not None and watch is not None:
@@ -125,6 +127,7 @@ def _proxies(
     proxy: tuple[int, tuple[str, ...], tuple[str, ...]],
     monitor: Monitor | None,
     candidate_modules: Sequence[str],
+    benchmarks: bool,
 ) -> Session:
     """Isolation by process: the candidate's modules are proxies to its own process
     (child/test_process/proxy.py), which the spawner starts when the tests first import one."""
@@ -137,6 +140,7 @@ def _proxies(
         report=monitor.finding if monitor is not None else None,
         own=candidate_modules,
         locations=locations,
+        benchmarks=benchmarks,
     )
     if monitor is not None:
         monitor.before_answer = session.check
