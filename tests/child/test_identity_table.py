@@ -39,7 +39,7 @@ def test_changed_is_exactly_what_is_compares(
     keys = tuple((f"m{i}", "", name) for i, ns in enumerate(namespaces) for name in ns)
     keys += (("m0", "", "never_bound"),)  # a key whose name is absent is left out
     by_module = {f"m{i}": ns for i, ns in enumerate(namespaces)}
-    groups = identity_table.grouped(keys, lambda key: by_module.get(key[0]))
+    groups = identity_table.Layout(keys).snapshot(lambda key: by_module.get(key[0]))
     before = {key: by_module[key[0]][key[2]] for key in keys if key[2] in by_module[key[0]]}
     assert {k for _, g in groups for k in g.keys} == set(before)
     for index, name, how in changes:
@@ -65,7 +65,7 @@ def test_one_name_and_a_class_namespace() -> None:
         def method(self) -> None: ...
 
     keys = (("mod", "Owner", "method"),)
-    ((namespace, group),) = identity_table.grouped(keys, lambda key: vars(Owner))
+    ((namespace, group),) = identity_table.Layout(keys).snapshot(lambda key: vars(Owner))
     assert list(group.changed(namespace)) == []
     Owner.method = lambda self: None  # type: ignore[method-assign]
     assert list(group.changed(vars(Owner))) == [("mod", "Owner", "method")]
@@ -86,9 +86,9 @@ def test_remembered_keys_are_found_again_when_pytest_changed(
     import _pytest.outcomes
     import _pytest.runner
 
-    monitor_module.remember_outcome_identities()
+    monitor_module.remember_identities()
     remembered = monitor_module.outcome_identities()
-    assert remembered is monitor_module._remembered[1]  # type: ignore[index]
+    assert remembered is monitor_module._remembered[1].keys  # type: ignore[index]
     assert ("_pytest.runner", "CallInfo", "from_call") in remembered
 
     def late() -> None: ...

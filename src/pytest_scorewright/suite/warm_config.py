@@ -42,7 +42,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_scorewright.child.shared.monitor import remember_outcome_identities
+from pytest_scorewright.child.shared.monitor import remember_identities
 from pytest_scorewright.child.test_process.resume import Prepared, process_state, set_process_state
 
 #: Plugins whose ``pytest_configure`` changes no process-wide state beyond what
@@ -95,7 +95,7 @@ def prepare(
             old.config._ensure_unconfigure()
     # What the monitor watches of pytest, found again now that this session may have
     # imported more of it (child/shared/monitor.py).
-    remember_outcome_identities()
+    remember_identities()
     # Parsed once, shared by every fork: keep the collector off these pages too.
     gc.collect()
     gc.freeze()

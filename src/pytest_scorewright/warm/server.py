@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_scorewright.child.shared.monitor import remember_outcome_identities
+from pytest_scorewright.child.shared.monitor import remember_identities
 from pytest_scorewright.protocol.channel import FrameReader, encode_frame, frame
 from pytest_scorewright.protocol.wire import (
     WARM_DONE,
@@ -307,7 +307,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     builtin = [name if "." in name else f"_pytest.{name}" for name in default_plugins]
     for name in (*PRELOAD, *builtin, *preload):
         importlib.import_module(name)
-    remember_outcome_identities()  # every run's monitors snapshot these (monitor.py)
+    remember_identities()  # every run's monitors snapshot these (monitor.py)
     # Everything imported so far is shared with every fork; freezing keeps the collector
     # from touching (and so copying) those pages in the children.
     gc.collect()

@@ -11,6 +11,7 @@ looked at name by name.
 
 from __future__ import annotations
 
+import itertools
 import operator
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -24,11 +25,17 @@ class Group:
 
     __slots__ = ("_get", "befores", "keys", "names")
 
-    def __init__(self, keys: tuple[Key, ...], befores: tuple[object, ...]) -> None:
+    def __init__(
+        self,
+        keys: tuple[Key, ...],
+        befores: tuple[object, ...],
+        names: tuple[str, ...] | None = None,
+        get: Callable[[Mapping[str, Any]], tuple[object, ...]] | None = None,
+    ) -> None:
         self.keys = keys
-        self.names = tuple(key[2] for key in keys)
+        self.names = names if names is not None else tuple(key[2] for key in keys)
         self.befores = befores
-        self._get = _getter(self.names)
+        self._get = get if get is not None else _getter(self.names)
 
     def changed(self, namespace: Mapping[str, Any] | None) -> Iterator[Key]:
         """The keys whose attribute in ``namespace`` (None: gone) is not what it was."""
@@ -56,25 +63,44 @@ def _getter(names: tuple[str, ...]) -> Callable[[Mapping[str, Any]], tuple[objec
     return get
 
 
-def grouped(
-    keys: tuple[Key, ...], namespace_of: Callable[[Key], Mapping[str, Any] | None]
-) -> tuple[tuple[Mapping[str, Any], Group], ...]:
-    """Each live namespace of ``keys`` (``namespace_of`` finds it: a module's dict, a class's)
-    with a :class:`Group` of the keys bound there, each with what it holds now; keys whose
-    namespace is gone or whose attribute is None are left out, as the monitor always did."""
-    by_owner: dict[tuple[str, str], list[Key]] = {}
-    for key in keys:
-        by_owner.setdefault((key[0], key[1]), []).append(key)
-    groups = []
-    for found in by_owner.values():
-        namespace = namespace_of(found[0])
-        if namespace is None:
-            continue
-        held = [(key, value) for key in found if (value := namespace.get(key[2])) is not None]
-        if held:
-            ks, values = zip(*held, strict=True)
-            groups.append((namespace, Group(ks, values)))
-    return tuple(groups)
+class Layout:
+    """Keys grouped by the namespace they are bound in, each group with its getter: found
+    once (in the warm parent, where every run's processes are forked from), so that a
+    snapshot is one lookup of each namespace and one ``itemgetter`` call."""
+
+    def __init__(self, keys: tuple[Key, ...]) -> None:
+        self.keys = keys
+        by_owner: dict[tuple[str, str], list[Key]] = {}
+        for key in keys:
+            by_owner.setdefault((key[0], key[1]), []).append(key)
+        self._groups = tuple(
+            (found, tuple(k[2] for k in found), _getter(tuple(k[2] for k in found)))
+            for found in map(tuple, by_owner.values())
+        )
+
+    def snapshot(
+        self, namespace_of: Callable[[Key], Mapping[str, Any] | None]
+    ) -> tuple[tuple[Mapping[str, Any], Group], ...]:
+        """Each live namespace (``namespace_of`` finds it: a module's dict, a class's) with a
+        :class:`Group` of its keys and what each holds now; keys whose namespace is gone or
+        whose attribute is missing or None are left out, as the monitor always did."""
+        groups = []
+        for keys, names, get in self._groups:
+            namespace = namespace_of(keys[0])
+            if namespace is None:
+                continue
+            try:
+                values = get(namespace)
+            except KeyError:
+                values = tuple(namespace.get(name) for name in names)
+            if any(map(operator.is_, values, itertools.repeat(None))):
+                held = [(k, v) for k, v in zip(keys, values, strict=True) if v is not None]
+                if held:
+                    ks, vs = zip(*held, strict=True)
+                    groups.append((namespace, Group(ks, vs)))
+                continue
+            groups.append((namespace, Group(keys, values, names, get)))
+        return tuple(groups)
 
 
 def by_module(held: Mapping[tuple[str, str], object]) -> tuple[tuple[str, Group], ...]:

@@ -102,29 +102,51 @@ _METHOD_KINDS = (FunctionType, classmethod, staticmethod, property)
 
 def outcome_identities() -> tuple[tuple[str, str, str], ...]:
     """Every callable and class pytest's outcome modules bind, and their classes' methods
-    (:data:`_OUTCOME_MODULES`), as (module, owner, name) keys: those
-    :func:`remember_outcome_identities` found, while the same modules bind as many names."""
+    (:data:`_OUTCOME_MODULES`), as (module, owner, name) keys."""
+    return outcome_layout().keys
+
+
+def outcome_layout() -> identity_table.Layout:
+    """:func:`outcome_identities` grouped by namespace: as :func:`remember_identities` found
+    them, while the same modules bind as many names; else found now."""
     if _remembered is not None and _remembered[0] == _outcome_signature():
         return _remembered[1]
-    return _find_outcome_identities()
+    return identity_table.Layout(_find_outcome_identities())
 
 
-def remember_outcome_identities() -> None:
+def remember_identities() -> None:
     """Find the keys once, in the warm parent (every run's processes are forked from it with
-    pytest imported): each process of a run snapshots them twice, at ~0.4 ms a time.
-    What each key holds is looked up again at every snapshot, never taken from here."""
+    pytest imported): each process of a run snapshots them, twice in the test process, at
+    ~1 ms a time when found there. What each key holds is looked up again at every
+    snapshot, never taken from here; so are the standard library's names."""
     global _remembered
-    _remembered = (_outcome_signature(), _find_outcome_identities())
+    _remembered = (_outcome_signature(), identity_table.Layout(_find_outcome_identities()))
+    _oracle_names.clear()
+    for name in _ORACLE_MODULES:
+        module = sys.modules.get(name)
+        if isinstance(module, ModuleType):
+            _oracle_names[name] = (_module_signature(module), _public_callables(module))
 
 
-_remembered: tuple[tuple[tuple[int, int], ...], tuple[tuple[str, str, str], ...]] | None = None
+_remembered: tuple[tuple[tuple[int, int], ...], identity_table.Layout] | None = None
+#: Per standard-library oracle module: its signature and its public callables' names then.
+_oracle_names: dict[str, tuple[tuple[int, int], tuple[str, ...]]] = {}
+
+
+def _module_signature(module: object) -> tuple[int, int]:
+    return (id(module), len(vars(module)) if isinstance(module, ModuleType) else -1)
 
 
 def _outcome_signature() -> tuple[tuple[int, int], ...]:
     # A module imported, replaced or given a name since the keys were found finds them again.
+    return tuple(map(_module_signature, map(sys.modules.get, _OUTCOME_MODULES)))
+
+
+def _public_callables(module: ModuleType) -> tuple[str, ...]:
     return tuple(
-        (id(module), len(vars(module)) if isinstance(module, ModuleType) else -1)
-        for module in map(sys.modules.get, _OUTCOME_MODULES)
+        attr
+        for attr, value in list(vars(module).items())
+        if not attr.startswith("_") and callable(value)
     )
 
 
@@ -304,10 +326,9 @@ class Monitor:
         has imported everything it will use (and before any test module, so the candidate)."""
         self.snapshot = {k: v for k in self.watched if (v := _lookup(*k)) is not None}
         # A tuple (it cannot change in place) of live namespaces and what they held: the
-        # state digest needs only its identity, and one check costs ~0.1 ms.
-        self.outcomes = identity_table.grouped(
-            tuple(key for key in outcome_identities() if key not in self.snapshot), _namespace
-        )
+        # state digest needs only its identity, and one check costs ~0.1 ms. Keys also in
+        # the snapshot are checked there first (a timer's code is its own).
+        self.outcomes = outcome_layout().snapshot(_namespace)
         self.stdlib = {}
         self._stdlib_groups = None
         for name in _ORACLE_MODULES:
@@ -317,8 +338,15 @@ class Monitor:
         module = sys.modules.get(name)
         if not isinstance(module, ModuleType):
             return
-        for attr, value in list(vars(module).items()):
-            if not attr.startswith("_") and callable(value) and (name, attr) not in self.stdlib:
+        remembered = _oracle_names.get(name)
+        if remembered is not None and remembered[0] == _module_signature(module):
+            names = remembered[1]
+        else:
+            names = _public_callables(module)
+        namespace = vars(module)
+        for attr in names:
+            value = namespace.get(attr)
+            if value is not None and (name, attr) not in self.stdlib:
                 self.stdlib[(name, attr)] = value
                 self._stdlib_groups = None
 
@@ -511,12 +539,6 @@ class Monitor:
     # -- after the session ---------------------------------------------------------------
 
     def check_identities(self) -> None:
-        for namespace, group in self.outcomes:
-            for key in group.changed(namespace):
-                if key not in self.changed:
-                    self.changed.add(key)
-                    name = ".".join(part for part in key if part)
-                    self.finding("pytest_tampered", f"{name} was replaced while the candidate ran")
         for key, before in self.snapshot.items():
             if _lookup(*key) is not before and key not in self.changed:
                 self.changed.add(key)
@@ -524,6 +546,12 @@ class Monitor:
                 timer = key[0] == "time" or "timing" in key[0] or key[2] == "_clock"
                 code = "timer_patched" if timer else "pytest_tampered"
                 self.finding(code, f"{name} was replaced while the candidate ran")
+        for namespace, group in self.outcomes:
+            for key in group.changed(namespace):
+                if key not in self.changed:
+                    self.changed.add(key)
+                    name = ".".join(part for part in key if part)
+                    self.finding("pytest_tampered", f"{name} was replaced while the candidate ran")
 
     def check_stdlib(self) -> None:
         if self._stdlib_groups is None:
