@@ -6,6 +6,7 @@ work for them are all in the figure)::
 
     python -m benchmarks.cpu_per_candidate [--task DIR] [--rounds R] [--per-round K]
                                            [--before SRC] [--isolation process|in-process]
+                                           [--also-workdir DIR]
 
 Side by side, interleaved round by round (the order alternating), in processes started once:
 
@@ -14,7 +15,10 @@ Side by side, interleaved round by round (the order alternating), in processes s
 - ``this tree``: ``Evaluator.score`` of the reference, sandbox and integrity layer on, one
   candidate at a time (``dedupe=False``: every score runs both suites);
 - with ``--before SRC`` also the same with another source tree's package (``SRC`` is its
-  ``src`` directory: ``git worktree add /tmp/before <commit>`` then ``/tmp/before/src``).
+  ``src`` directory: ``git worktree add /tmp/before <commit>`` then ``/tmp/before/src``);
+- with ``--also-workdir DIR`` also this tree with its run directories made in ``DIR`` (say a
+  tmpfs: ``mount -t tmpfs -o size=2g,mode=1777 tmpfs /mnt/scorewright``) rather than in the
+  system temp dir.
 
 Each round scores K times per side; printed: the median over the rounds of the CPU per
 candidate of the whole group, the wall time, the ``cpu_s`` signal (the runs' own process
@@ -53,10 +57,10 @@ def _used(group: Path) -> float:
     return int((group / "cpuacct.usage").read_text()) / 1e9
 
 
-def _driver(side: str, task: Path, isolation: str) -> None:
+def _driver(side: str, task: Path, isolation: str, workdir: str | None) -> None:
     """One side, in its own process: read ``go K`` lines, answer each with the figures."""
     group = _group(side)
-    score = _pytest_session(task) if side == "pytest" else _scorer(task, isolation)
+    score = _pytest_session(task) if side == "pytest" else _scorer(task, isolation, workdir)
     for _ in range(3):
         score()
     print("ready", flush=True)
@@ -88,7 +92,7 @@ def _pytest_session(task: Path) -> Callable[[], float]:
     return score
 
 
-def _scorer(task: Path, isolation: str) -> Callable[[], float]:
+def _scorer(task: Path, isolation: str, workdir: str | None) -> Callable[[], float]:
     from pytest_scorewright.evaluator import Evaluator
 
     heldout = task / "heldout"
@@ -98,6 +102,7 @@ def _scorer(task: Path, isolation: str) -> Callable[[], float]:
         heldout=heldout if heldout.is_dir() else None,
         dedupe=False,
         isolation=isolation,
+        workdir=workdir,
     )
     candidate = next((task / "reference").glob("*.py"))
 
@@ -110,12 +115,15 @@ def _scorer(task: Path, isolation: str) -> Callable[[], float]:
     return score
 
 
-def _start(name: str, source: Path | None, args: argparse.Namespace) -> subprocess.Popen[str]:
+def _start(
+    name: str, source: Path | None, workdir: str | None, args: argparse.Namespace
+) -> subprocess.Popen[str]:
     env = dict(os.environ)
     if source is not None:  # first on sys.path, and so on the warm parent's (parent.py)
         env["PYTHONPATH"] = os.pathsep.join([str(source), env.get("PYTHONPATH", "")])
     command = [sys.executable, "-m", "benchmarks.cpu_per_candidate", "--driver", name]
     command += ["--task", str(args.task), "--isolation", args.isolation]
+    command += ["--workdir", workdir] if workdir else []
     driver = subprocess.Popen(
         command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, env=env, cwd=ROOT
     )
@@ -131,18 +139,22 @@ def main() -> int:
     parser.add_argument("--per-round", type=int, default=15)
     parser.add_argument("--before", type=Path, help="another source tree's src/ directory")
     parser.add_argument("--isolation", default="process", choices=("process", "in-process"))
+    parser.add_argument("--also-workdir", help="a side with run directories made here")
     parser.add_argument("--driver", help=argparse.SUPPRESS)
+    parser.add_argument("--workdir", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.driver:
-        _driver(args.driver, args.task.resolve(), args.isolation)
+        _driver(args.driver, args.task.resolve(), args.isolation, args.workdir)
         return 0
     if not os.access(CPUACCT, os.W_OK):
         print(f"error: {CPUACCT} is not writable here; run as root on a cgroup v1 host")
         return 2
-    sides = {"pytest in process": ("pytest", None), "this tree": ("tree", ROOT / "src")}
+    sides = {"pytest in process": ("pytest", None, None), "this tree": ("tree", ROOT / "src", None)}
     if args.before is not None:
-        sides["before"] = ("before", args.before.resolve())
-    drivers = {label: _start(name, source, args) for label, (name, source) in sides.items()}
+        sides["before"] = ("before", args.before.resolve(), None)
+    if args.also_workdir:
+        sides[f"work dirs in {args.also_workdir}"] = ("tmpfs", ROOT / "src", args.also_workdir)
+    drivers = {label: _start(*side, args) for label, side in sides.items()}
     found: dict[str, list[tuple[float, ...]]] = {label: [] for label in drivers}
     order = list(drivers)
     for round_ in range(args.rounds):
@@ -162,11 +174,11 @@ def main() -> int:
         f"{args.task.name}, isolation {args.isolation}, {args.rounds} rounds of "
         f"{args.per_round}, medians per candidate (ms):"
     )
-    print(f"  {'side':18}" + "".join(f"{name:>15}" for name in FIGURES) + "   / pytest")
+    print(f"  {'side':26}" + "".join(f"{name:>15}" for name in FIGURES) + "   / pytest")
     for label, rows in found.items():
         medians = [statistics.median(row[i] for row in rows) for i in range(len(FIGURES))]
         cells = "".join(f"{1000 * m:15.1f}" for m in medians)
-        print(f"  {label:18}{cells}   {medians[0] / baseline:6.2f}x")
+        print(f"  {label:26}{cells}   {medians[0] / baseline:6.2f}x")
     return 0
 
 

@@ -193,3 +193,20 @@ def test_source_text_given_to_score_is_one_line_naming_score_source(
         evaluator.score(given)
     assert "\n" not in str(raised.value)
     evaluator.close()
+
+
+@pytest.mark.slow  # the host probe forks
+def test_a_work_directory_the_runs_cannot_see_is_refused_before_anything_starts(
+    tmp_path: Path,
+) -> None:
+    from pytest_scorewright.evaluator import Evaluator
+    from pytest_scorewright.sandbox import host
+
+    if host.probe().namespaces_unavailable is not None:
+        pytest.skip("without namespaces every run sees the host's /dev/shm")
+    _task(tmp_path)
+    evaluator = Evaluator(
+        tmp_path / "tests", reference=tmp_path / "reference", module="topk", workdir="/dev/shm"
+    )
+    with pytest.raises(ConfigError, match=r"^work directory '/dev/shm' is under /dev, which"):
+        evaluator.prepare()

@@ -168,6 +168,8 @@ def prepare(
     gvisor = gvisor_sandbox(settings, dirs) if settings.sandbox == "gvisor" else None
     features = gvisor_features() if gvisor is not None else host.probe()
     use_namespaces = settings.namespaces and features.namespaces_unavailable is None
+    # Before any process starts: a setting this host cannot honour is refused in one line.
+    run_settings = settings.run_settings(features, use_namespaces=use_namespaces)
     # Every run is forked by the warm parent, a clean single-threaded process; warm=False
     # forks from this process instead (which must then be single-threaded).
     warm = None
@@ -177,7 +179,6 @@ def prepare(
         warm = take_prestarted(settings.preload) or WarmParent(settings.preload)
     # A new key for every Evaluator that learns; one that adopts takes the learner's.
     round_key = learned.round_key if learned is not None else secrets.token_hex(16)
-    run_settings = settings.run_settings(features, use_namespaces=use_namespaces)
     if gvisor is not None:  # the work dirs in the base it shares with the host
         run_settings = dataclasses.replace(run_settings, workdir=gvisor.workdir, gvisor=True)
     planner = RunPlanner(

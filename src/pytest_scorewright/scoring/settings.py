@@ -75,7 +75,9 @@ class EvaluatorSettings:
       those the suite needs (``pytest_asyncio.plugin``, ``anyio.pytest_plugin``, ...).
     - ``ini``: the suite's own pytest ini options (``{"asyncio_mode": "auto"}``); no ini file
       of the suite or the candidate is read. A multi-line value is a list.
-    - ``workdir``: where run directories are made (default: the system temp dir).
+    - ``workdir``: where run directories are made (default: the system temp dir); a tmpfs is
+      fastest (docs/performance.md), and one under /dev, /proc or /sys is refused where runs
+      have namespaces (each builds its own).
     - ``namespaces``: ``False`` skips Linux namespaces even where they work (the degraded mode
       of docs/sandbox.md, for hosts that forbid them).
     - ``require_isolation``: refuse to score (``ConfigError``, before any run) where one of
@@ -225,7 +227,7 @@ class EvaluatorSettings:
             network=self.network,
             env=dict(self.env),
             plugins=self.plugins,
-            workdir=require_dir(self.workdir, "work directory") if self.workdir else None,
+            workdir=_work_dir(self.workdir, use_namespaces) if self.workdir else None,
             support=tuple(require_support(p) for p in self.support_files),
             use_namespaces=use_namespaces,
             features=features,
@@ -301,3 +303,21 @@ def unknown_option(name: str, known: Sequence[str]) -> str:
     close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]}?" if close else f"; the options: {', '.join(known)}"
     return f"Evaluator has no option {name!r}{hint}"
+
+
+#: Top-level directories each run with namespaces builds anew (kernel/namespaces.py): a work
+#: directory there is not the one the run sees.
+_REBUILT = ("/dev", "/proc", "/sys")
+
+
+def _work_dir(path: str, use_namespaces: bool) -> Path:
+    found = require_dir(path, "work directory")
+    rebuilt = next((top for top in _REBUILT if found.is_relative_to(top)), None)
+    if use_namespaces and rebuilt is not None:
+        # /dev/shm is the usual tmpfs people reach for; each run has its own there.
+        raise ConfigError(
+            f"work directory {os.fspath(found)!r} is under {rebuilt}, which every run builds "
+            "anew, so no run can see it; give a directory elsewhere (a tmpfs of its own, "
+            "e.g. mounted at /mnt/scorewright, is fastest: docs/performance.md)"
+        )
+    return found
