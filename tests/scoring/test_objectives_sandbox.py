@@ -119,6 +119,10 @@ def test_the_reference_is_measured_once_when_the_evaluator_is_built(
     ((key, median),) = speed.reference.bench.items()
     assert key == (False, "tests/test_primes.py::test_speed")
     assert median > 0
+    # It benchmarks, so each candidate process is timed for a call's items too; the
+    # packing task's reference benchmarks nothing.
+    assert speed._runner.planner.settings.benchmarks
+    assert not packing._runner.planner.settings.benchmarks
 
 
 def test_a_better_packing_scores_higher_and_a_forged_one_gains_nothing(
@@ -266,9 +270,8 @@ def test_speed_where_offered(request):
 
 
 def test_a_suite_that_benchmarks_only_for_some_candidates_still_times_them(
-    tmp_path: Path, speed: Evaluator
+    tmp_path: Path,
 ) -> None:
-    assert speed._runner.planner.settings.benchmarks  # its reference benchmarks
     tests = tmp_path / "tests"
     tests.mkdir()
     (tests / "test_late.py").write_text(ASKS_FOR_THE_FIXTURE_LATE)
