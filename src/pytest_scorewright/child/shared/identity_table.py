@@ -1,12 +1,13 @@
 """Identities of many attributes, compared a namespace at a time (runs in every child process
 the monitor is armed in: the test process and the candidate's).
 
-The monitor compares ~1,400 attributes of pytest's outcome modules and ~700 of the standard
-library's at the end of every test, in both processes of a run, and snapshots them twice per
-process. One ``dict.get`` and ``is`` per attribute in Python cost ~0.15 ms a check and ~0.9 ms
-a snapshot; here each namespace's attributes are fetched by one ``operator.itemgetter`` and
+The monitor compares ~1,440 attributes of pytest's outcome modules and ~450 of the standard
+library's at the end of every test, in both processes of a run, and snapshots them up to twice
+per process. Here each namespace's attributes are fetched by one ``operator.itemgetter`` and
 compared by ``map(operator.is_not, ...)``, both in C, and only a namespace that changed is
-looked at name by name.
+looked at name by name. Measured with pytest imported: a check 0.15 -> 0.12 ms (the ~110
+namespaces' own overhead is most of what is left), a snapshot ~0.9 -> 0.26 ms with the
+:class:`Layout` found once in the warm parent (arming a monitor 1.6 -> 0.5 ms).
 """
 
 from __future__ import annotations
