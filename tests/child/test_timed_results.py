@@ -96,18 +96,21 @@ def _fixed_median(result: ScoreResult) -> float:
 def test_a_right_program_slow_to_import_keeps_its_tests_and_earns_no_speed(
     evaluator: Evaluator, tmp_path: Path
 ) -> None:
-    # Two seconds at import: a heavy library loading, or a table made in advance to dodge
-    # the benchmarks' clock. Either way its answers are scored; its speed is not credited.
+    # Two seconds of CPU at import: a heavy library loading, or a table made in advance to
+    # dodge the benchmarks' clock. Either way its answers are scored; its speed is not
+    # credited. Seen in the test process's CPU, which a busy machine does not stretch (the
+    # parent's clock alone missed it once in CI, the reference's collection slowed to 0.5 s).
     slow = tmp_path / "solution.py"
     fast = (CANDIDATES / "honest_fast.py").read_text(encoding="utf-8")
-    slow.write_text("import time\ntime.sleep(2.0)\n" + fast, encoding="utf-8")
+    work = (
+        "import time\n_t = time.process_time()\nwhile time.process_time() - _t < 2.0:\n    pass\n"
+    )
+    slow.write_text(work + fast, encoding="utf-8")
     result = evaluator.score(slow)
     assert not result.integrity.rejected, [r.code for r in result.integrity.reasons]
     assert result.signal("pass_rate") == 1.0
-    # Read off a clock: beside the suite's own load the reference's collection can be slow
-    # enough that 2 s more is not 5x it; the benchmark then says it was noisy (CI once).
     codes = {r.code for r in result.integrity.reasons}
-    assert "import_time_work" in codes or "benchmark_noisy" in codes, codes
+    assert "import_time_work" in codes, result.to_json()
     assert result.signal("speedup") is None
 
 

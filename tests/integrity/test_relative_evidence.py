@@ -15,10 +15,10 @@ from pytest_scorewright.integrity.memorised import (
     suite_literals,
     weight,
 )
-from pytest_scorewright.integrity.reasons import weigh_together
+from pytest_scorewright.integrity.reasons import Baseline, timing_reasons, weigh_together
 from pytest_scorewright.integrity.relative import TrustedRun, module_of, runtime_reasons
 from pytest_scorewright.integrity.static_scan import reference_scan
-from pytest_scorewright.integrity.verdict import RunVerdict, judge
+from pytest_scorewright.integrity.verdict import RunTiming, RunVerdict, judge
 from pytest_scorewright.protocol import wire
 from pytest_scorewright.protocol.wire import ChildOutcome
 from pytest_scorewright.result import Reason, TestRecord
@@ -260,3 +260,23 @@ def test_without_a_reference_memorised_inputs_are_only_a_hint(tmp_path: Path) ->
     (reason,) = memorised_reasons(lookup, suite)
     assert (reason.code, reason.severity) == ("memorised_inputs", "hint")
     assert "no reference" in reason.detail
+
+
+@pytest.mark.parametrize(
+    ("clock", "cpu", "flagged"),
+    [
+        ((2.04, 0.04), (2.0, 0.02), True),  # quiet: both see it
+        ((2.6, 0.6), (2.0, 0.02), True),  # loaded: the reference's clock stretched, not CPU
+        ((2.6, 0.6), None, False),  # loaded, no CPU said: under 5x the stretched clock
+        ((3.0, 0.04), (0.05, 0.02), True),  # a wait, or work in a helper: the clock alone
+        ((0.9, 0.04), (0.8, 0.02), False),  # an honest import (a library): under a second
+    ],
+)
+def test_import_time_work_is_seen_on_the_clock_or_in_cpu(
+    clock: tuple[float, float], cpu: tuple[float, float] | None, flagged: bool
+) -> None:
+    took, usual = clock
+    took_cpu, usual_cpu = cpu if cpu is not None else (None, None)
+    timing = RunTiming(took, 0.1, 0.1, collected_cpu_s=took_cpu)
+    found = timing_reasons("visible", timing, Baseline(usual, collected_cpu_s=usual_cpu))
+    assert [r.code for r in found] == (["import_time_work"] if flagged else [])

@@ -94,8 +94,9 @@ CODES: Mapping[str, Code] = {
     "import_time_work": Code(
         _H,
         "parent",
-        "collection took > 1 s more and > 5x the reference's: work at import time (a heavy "
-        "library, a table made in advance); no speed is credited, the tests count as run",
+        "collection took > 1 s more and > 5x the reference's, on the parent's clock or in the "
+        "test process's CPU: work at import time (a heavy library, a table made in advance); "
+        "no speed is credited, the tests count as run",
     ),
     "timing_mismatch": Code(
         _H,

@@ -125,6 +125,8 @@ class RunTiming:
     collected_s: float | None  # from fork to the end of collection (imports included)
     tests_s: float  # from the end of collection to the last report
     child_tests_s: float  # what pytest in the child says the tests took
+    #: The test process's own CPU to the end of collection, as it says (None: not said).
+    collected_cpu_s: float | None = None
 
 
 @dataclass
@@ -176,6 +178,7 @@ class _Evidence:
     findings_dropped: int = 0
     collection_errors_dropped: int = 0
     collected_at: float | None = None
+    collected_cpu_s: float | None = None
     child_tests_s: float = 0.0
     anchors: dict[str, list[Anchor]] = field(default_factory=dict)
     #: Findings and re-checks that arrived between tests: the next test's setup made them.
@@ -286,6 +289,7 @@ def judge(
             collected_s=ev.collected_at,
             tests_s=round(max(ev.last_end - start, 0.0), 6),
             child_tests_s=round(ev.child_tests_s, 6),
+            collected_cpu_s=ev.collected_cpu_s,
         ),
     )
 
@@ -369,6 +373,9 @@ def _on_collected(ev: _Evidence, arrived: float, message: dict[str, Any]) -> Non
     ev.last_end = max(ev.last_end, arrived)
     if ev.collected_at is None:
         ev.collected_at = arrived
+        cpu = message.get("cpu_s")
+        if isinstance(cpu, int | float) and 0.0 <= cpu < float("inf"):
+            ev.collected_cpu_s = float(cpu)
 
 
 def _on_anchor(ev: _Evidence, arrived: float, message: dict[str, Any]) -> None:

@@ -400,6 +400,7 @@ VOCABULARY: Mapping[str, MessageKind] = {
             "reporter",
             "a batch of collected test ids and whether each is held out",
             {"ids": _LIST, "heldout": _LIST},
+            optional={"cpu_s": _NUMBER},
             items={"ids": _STR, "heldout": _BOOL},
         ),
         MessageKind(

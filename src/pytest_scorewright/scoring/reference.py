@@ -278,7 +278,10 @@ def _take(
     submitted = []
     for name, verdict in runs.runs:
         if name == "visible":
-            baseline = Baseline(collected_s=verdict.timing.collected_s)
+            baseline = Baseline(
+                collected_s=verdict.timing.collected_s,
+                collected_cpu_s=verdict.timing.collected_cpu_s,
+            )
         heldout = {r.nodeid: r.heldout for r in verdict.records}
         for record in verdict.records:
             if record.benchmark is not None and record.passed:

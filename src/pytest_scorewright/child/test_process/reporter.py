@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import os
 import sys
+import time
 from collections.abc import Callable, Generator
 from types import TracebackType
 from typing import Any
@@ -34,6 +35,8 @@ _BATCH = 500
 _ESCAPES = frozenset({"Skipped", "XFailed", "SkipTest", "Exit", "KeyboardInterrupt"})
 #: Bound before any candidate code runs: a replaced ``sys.audit`` cannot swallow the event.
 _audit = sys.audit
+#: Bound before candidate code too: the CPU this process spent collecting (imports included).
+_process_time = time.process_time
 
 
 class ChildReporter:
@@ -179,11 +182,17 @@ class ChildReporter:
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         items = session.items
+        # CPU since this process began, read once: a load on the machine stretches the
+        # parent's clock over the collection, not this (integrity/reasons.py timing_reasons).
+        cpu_s = round(_process_time(), 6)
         for i in range(0, max(len(items), 1), _BATCH):  # batches keep frames under the limit
             batch = items[i : i + _BATCH]
             ids = [item.nodeid for item in batch]
             heldout = [item.get_closest_marker("heldout") is not None for item in batch]
-            send(self.fd, {"type": wire.COLLECTED, "ids": ids, "heldout": heldout})
+            send(
+                self.fd,
+                {"type": wire.COLLECTED, "ids": ids, "heldout": heldout, "cpu_s": cpu_s},
+            )
 
     def pytest_collectreport(self, report: pytest.CollectReport) -> None:
         if report.skipped and self.monitor is not None and isinstance(report.longrepr, tuple):
