@@ -9,6 +9,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ import pytest
 
 from pytest_scorewright.errors import ConfigError
 from pytest_scorewright.evaluator import Evaluator
+from pytest_scorewright.kernel.procfs import threads_waited_s, waited_s
 from pytest_scorewright.limits import Limits, rounded_up
 from pytest_scorewright.result import ScoreResult
 from tests.forked import in_a_fork
@@ -628,3 +630,22 @@ def test_a_right_program_starved_of_cpu_keeps_its_test_and_a_sleeping_hang_does_
     assert wait.outcome == "timeout", wait
     assert wait.duration_s is not None
     assert wait.duration_s < 2.0, wait
+
+
+def test_a_wait_for_a_cpu_counts_in_every_thread_of_the_test_process() -> None:
+    # In process, the clock's watcher thread holds the GIL while it waits for a CPU: the
+    # test's thread then waits too, and its own count shows a sleep (a right program cut at
+    # 1.47 s of wall for 0.32 s of CPU beside CI's load). So every thread's wait counts.
+    stop = threading.Event()
+    spinner = threading.Thread(target=lambda: stop.wait(0.05), daemon=True)
+    spinner.start()
+    try:
+        main = waited_s(os.getpid())  # read first: the counts only grow
+        every = threads_waited_s(os.getpid())
+        assert main is not None
+        assert every is not None
+        assert every >= main
+    finally:
+        stop.set()
+        spinner.join()
+    assert threads_waited_s(0) is None  # no such process

@@ -84,6 +84,26 @@ def waited_s(pid: int) -> float | None:
         return None
 
 
+def threads_waited_s(pid: int) -> float | None:
+    """Seconds every thread of ``pid`` has spent runnable but waiting for a CPU, summed (the
+    second field of each /proc/<pid>/task/<tid>/schedstat); None as :func:`waited_s`. A
+    thread that holds a lock another needs (Python's GIL) makes that one wait while it
+    waits for a CPU, and the other's own count shows a sleep."""
+    total, seen = 0, False
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
+                total += int(fh.read().split()[1])
+                seen = True
+        except (OSError, IndexError, ValueError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9 if seen else None
+
+
 def start_ticks(pid: int) -> int | None:
     """When ``pid`` started, in clock ticks since boot (field 22 of its stat); None if it
     is gone. A pid and its start time name one process, even after the pid is reused."""

@@ -28,14 +28,17 @@ test failed at its CPU limit at 1.0 s and pytest-timeout's 1.0 s alarm found the
 written, and a right program's six later tests read ``not_run``. A hang after that point is
 still cut, by this clock's wall limit.
 
-A wall limit is the test's time less the time its processes (this one's main thread, the
-candidate's process) waited for a CPU: /proc's schedstat counts it. On a loaded machine a right
-program's slow test, runnable all along, was cut at its wall limit in one scoring and not in
-another, and two such timeouts end a run. A hang that sleeps or waits never waits for a CPU, so
-it is cut exactly as before; one that spins is cut by its CPU limit. The stretch is at most
-:data:`STRETCH` times the limit (a candidate that lowers its own priority on a loaded machine
-waits longer), and the run's deadline bounds it all. Where the kernel keeps no such count
-(gVisor), the limit is plain wall time.
+A wall limit is the test's time less the time its processes (every thread of this one, the
+candidate's process) waited for a CPU: /proc's schedstat counts it. Every thread, not the
+test's alone: the watcher below holds the GIL while it waits for a CPU, and the test's thread
+meanwhile waits for the GIL, which its own count shows as a sleep (beside CI's load a right
+program was cut at 1.47 s of wall for 0.32 s of CPU, under a 0.4 s limit). On a loaded
+machine a right program's slow test, runnable all along, was cut at its wall limit in one
+scoring and not in another, and two such timeouts end a run. A hang that sleeps or waits
+never waits for a CPU, so it is cut exactly as before; one that spins is cut by its CPU
+limit. The stretch is at most :data:`STRETCH` times the limit (a candidate that lowers its
+own priority on a loaded machine waits longer), and the run's deadline bounds it all. Where
+the kernel keeps no such count (gVisor), the limit is plain wall time.
 
 A quick test (over before the watcher's first look) costs one ``process_time`` call at each
 end and no read of /proc: only tests that take a while are measured in full.
@@ -58,7 +61,7 @@ from typing import Any
 
 import pytest
 
-from pytest_scorewright.kernel.procfs import tree_cpu_s, waited_s
+from pytest_scorewright.kernel.procfs import threads_waited_s, tree_cpu_s, waited_s
 from pytest_scorewright.limits import SHORT_CPU_S, SHORT_SHARE, SHORT_WALL_S
 from pytest_scorewright.protocol.wire import CPU_TIMEOUT_MARK, WALL_TIMEOUT_MARK
 
@@ -265,7 +268,7 @@ class TestClock:
             self._pid_cpu = self._pid_seen = (tree_cpu_s(self._pid) or 0.0) if self._pid else 0.0
             waited = (waited_s(self._pid) or 0.0) if self._pid else 0.0
             self._pid_waited0 = self._pid_waited_seen = waited
-            self._own_waited0 = waited_s(os.getpid()) or 0.0
+            self._own_waited0 = threads_waited_s(os.getpid()) or 0.0
             return own
         now = tree_cpu_s(self._pid) if self._pid else None
         if now is None:
@@ -283,12 +286,12 @@ class TestClock:
 
     def _credit_locked(self, limit: float) -> float:
         """What a wall limit of ``limit`` seconds is stretched by now (lock held): the time the
-        running test's processes (this one's main thread, the candidate's process) waited
+        running test's processes (this one's threads, the candidate's process) waited
         for a CPU since the watcher's first look at it (a quick test is never looked at), at
         most :data:`STRETCH` - 1 times the limit."""
         if self._pid is None:
             return 0.0
-        own = waited_s(os.getpid())
+        own = threads_waited_s(os.getpid())
         waited = (own - self._own_waited0) if own is not None else 0.0
         if self._pid:
             now = waited_s(self._pid)
