@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 from collections.abc import Callable
 
@@ -60,15 +61,25 @@ def _cpu_ticks(pid: int) -> int | None:
 
 def _children(pid: int) -> list[int]:
     found: list[int] = []
+    for text in _task_files(pid, "children") or ():
+        with contextlib.suppress(ValueError):
+            found += [int(c) for c in text.split()]
+    return found
+
+
+def _task_files(pid: int, name: str) -> list[bytes] | None:
+    """The file ``name`` of every thread of ``pid`` (/proc/<pid>/task/<tid>/<name>), but a
+    thread's that ended meanwhile; None if ``pid`` is gone."""
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
-        return found
+        return None
+    found = []
     for task in tasks:
         try:
-            with open(f"/proc/{pid}/task/{task}/children", "rb") as fh:
-                found += [int(c) for c in fh.read().split()]
-        except (OSError, ValueError):
+            with open(f"/proc/{pid}/task/{task}/{name}", "rb") as fh:
+                found.append(fh.read())
+        except OSError:
             continue
     return found
 
@@ -89,19 +100,11 @@ def threads_waited_s(pid: int) -> float | None:
     second field of each /proc/<pid>/task/<tid>/schedstat); None as :func:`waited_s`. A
     thread that holds a lock another needs (Python's GIL) makes that one wait while it
     waits for a CPU, and the other's own count shows a sleep."""
-    total, seen = 0, False
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat", "rb") as fh:
-                total += int(fh.read().split()[1])
-                seen = True
-        except (OSError, IndexError, ValueError):
-            continue  # a thread that ended meanwhile
-    return total / 1e9 if seen else None
+    counts = []
+    for text in _task_files(pid, "schedstat") or ():
+        with contextlib.suppress(IndexError, ValueError):
+            counts.append(int(text.split()[1]))
+    return sum(counts) / 1e9 if counts else None
 
 
 def start_ticks(pid: int) -> int | None:
