@@ -298,7 +298,14 @@ class TestClock:
             if now is not None:
                 self._pid_waited_seen = now
         waited += self._waited_elsewhere + self._pid_waited_seen - self._pid_waited0
-        return min(max(0.0, waited), (STRETCH - 1) * limit)
+        # Threads and processes wait at the same time: never more than the time the test's
+        # CPU did not cover (a spinning hang's test thread and the watcher both waited, and
+        # it was stretched to the cap; apart, the watcher waited while the test's thread
+        # slept on the candidate's answer).
+        spent = _process_time() - self._started_own + self._elsewhere
+        spent += max(0.0, self._pid_seen - self._pid_cpu)
+        idle = _monotonic() - self._started_wall - spent
+        return min(max(0.0, waited), max(0.0, idle), (STRETCH - 1) * limit)
 
     def _watch(self) -> None:
         while True:
