@@ -282,7 +282,12 @@ class TestClock:
                 self._pid_waited0 = self._pid_waited_seen = 0.0
             now = (tree_cpu_s(pid) or 0.0) if pid else 0.0
         self._pid_seen = now
-        return round(own + self._elsewhere + max(0.0, now - self._pid_cpu), 4)
+        return round(self._with_candidate(own), 4)
+
+    def _with_candidate(self, own: float) -> float:
+        """``own`` (this process's CPU in the test) plus what the candidate's processes
+        spent in it, as of the watcher's last look (lock held)."""
+        return own + self._elsewhere + max(0.0, self._pid_seen - self._pid_cpu)
 
     def _credit_locked(self, limit: float) -> float:
         """What a wall limit of ``limit`` seconds is stretched by now (lock held): the time the
@@ -302,8 +307,7 @@ class TestClock:
         # CPU did not cover (a spinning hang's test thread and the watcher both waited, and
         # it was stretched to the cap; apart, the watcher waited while the test's thread
         # slept on the candidate's answer).
-        spent = _process_time() - self._started_own + self._elsewhere
-        spent += max(0.0, self._pid_seen - self._pid_cpu)
+        spent = self._with_candidate(_process_time() - self._started_own)
         idle = _monotonic() - self._started_wall - spent
         return min(max(0.0, waited), max(0.0, idle), (STRETCH - 1) * limit)
 
