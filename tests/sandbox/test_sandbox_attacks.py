@@ -172,7 +172,17 @@ def test_the_reference_scores_a_full_pass(evaluator: Evaluator, task: Path) -> N
 
 
 def test_a_cpu_spin_times_out_and_is_killed(evaluator: Evaluator, tmp_path: Path) -> None:
-    result, elapsed = score(evaluator, tmp_path, "def add(a, b):\n    while True: pass\n")
+    # The visible run spins; the held-out run (its one test adds 10**6) sleeps, to the same
+    # deadline: a second spin cost 3 s of CPU more in each of the eight sessions running this
+    # test (tests/sandbox/test_sandbox_modes.py), and the sleeping hang has a test of its own.
+    source = """
+        import time
+        def add(a, b):
+            if a == 10**6:
+                time.sleep(3600)
+            while True: pass
+        """
+    result, elapsed = score(evaluator, tmp_path, source)
     assert result.error is not None
     assert "visible run: timed out after" in result.error
     assert "while running tests/test_add.py::test_small" in result.error
