@@ -204,7 +204,8 @@ def test_a_spin_is_cut_by_its_cpu_limit_however_long_its_wall_limit(tmp_path: Pa
 def test_without_a_per_test_limit_one_hang_takes_the_budget(tmp_path: Path) -> None:
     tests, reference = _task(tmp_path)
     candidate = tmp_path / "candidate.py"
-    candidate.write_text(SPINNING, encoding="utf-8")
+    # Sleeping: the budget cuts a sleep as it cuts a spin, without 3 s of CPU.
+    candidate.write_text(SLEEPING, encoding="utf-8")
     with Evaluator(tests, reference=reference, limits=Limits(timeout_s=3, test_timeout_s=0)) as ev:
         result = ev.score(candidate)
     assert not result.ok
@@ -263,8 +264,9 @@ def test_duration_is_the_calls_wall_time_not_the_sum_of_its_runs(tmp_path: Path)
     (heldout / "test_hidden.py").write_text(
         "from solution import work\n\ndef test_hidden_hang():\n    assert work(-5) == 0\n"
     )
-    candidate = tmp_path / "spinning.py"
-    candidate.write_text(SPINNING, encoding="utf-8")
+    candidate = tmp_path / "sleeping.py"
+    # Sleeping, not spinning: the claim is about the clock, and two spins took 3 s of CPU.
+    candidate.write_text(SLEEPING, encoding="utf-8")
     limits = Limits(timeout_s=20, test_timeout_s=1.5)
     with Evaluator(tests, heldout=heldout, reference=reference, limits=limits) as ev:
         ev.prepare()

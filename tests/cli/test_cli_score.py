@@ -59,7 +59,9 @@ def test_without_out_the_result_goes_to_stdout(tmp_path: Path) -> None:
 
 def test_a_hanging_candidate_still_exits_zero_with_a_result(tmp_path: Path) -> None:
     candidate = tmp_path / "hang.py"
-    candidate.write_text("def encode(text):\n    while True: pass\n\ndecode = encode\n")
+    # Sleeping, in both runs until the budget: a spin would cost two cores for as long.
+    sleeps = "import time\n\ndef encode(text):\n    time.sleep(3600)\n\ndecode = encode\n"
+    candidate.write_text(sleeps)
     out = tmp_path / "r.json"
     done = _score(str(candidate), *_example_args(), "--out", str(out), "--timeout", "2")
     assert done.returncode == 0, done.stderr
