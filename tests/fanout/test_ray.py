@@ -339,3 +339,9 @@ def test_the_reward_service_scores_on_ray_and_a_killed_actor_loses_no_request(
             assert got[0]["verdict"] == "passed"
             (again,) = _actor_pids(pool).values()
             assert again != victim
+            # Killed between requests: the next one meets the actor while Ray starts it
+            # again ("temporarily unavailable"), and waits for it rather than spending its
+            # tries at once (once beside two CPU-bound jobs, all three went in moments).
+            os.kill(again, signal.SIGKILL)
+            answered = post(url, {"task": "rle", "source": source})
+            assert answered["reward"] == pytest.approx(1.0), answered

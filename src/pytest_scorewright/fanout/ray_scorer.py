@@ -6,7 +6,8 @@ A :class:`RayScorer` is a small picklable value (the pool's actor handles, the s
 ObjectRef, the portable recipe): pass it to a Ray task or actor, and call ``score_source``
 there, or ``await ascore_source(...)`` in async code. Each call is one candidate's tries on
 the pool's actors, with the batch's rule (fanout/tries.py): a lost try goes again on
-another actor, at most ``retries`` more times; a try past ``deadline_s`` is given up; then
+another actor (or on its own once Ray has started it again, where it is the only one), at
+most ``retries`` more times; a try past ``deadline_s`` is given up; then
 an ``ok: false``, ``infrastructure: true`` result says what each try met. Nothing raises
 for a candidate but bad arguments.
 """
@@ -16,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import random
+import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -34,6 +36,12 @@ from pytest_scorewright.result import ScoreResult
 from pytest_scorewright.scoring.assemble import infrastructure_result
 from pytest_scorewright.scoring.candidates import source_file
 from pytest_scorewright.scoring.settings import EvaluatorSettings
+
+#: How long a try waits for an actor Ray is starting again before it is sent there: a try
+#: sent meanwhile fails at once ("temporarily unavailable: The actor is restarting"), and
+#: beside two CPU-bound jobs a one-actor pool spent all three tries so in moments.
+BACK_WITHIN_S = 60.0
+_PAUSE_S = 0.5
 
 
 @dataclasses.dataclass(frozen=True)
@@ -124,6 +132,8 @@ class RayScorer:
             ended = tries.judge(reply)
             if ended is not None:
                 return ended
+            if tries.lost_actor:
+                _wait_until_back(tries.next_actor(self.actors))
 
     async def _async(self, tree: Tree | ScoreResult, name: Path) -> ScoreResult:
         if isinstance(tree, ScoreResult):
@@ -141,12 +151,13 @@ class RayScorer:
             ended = tries.judge(reply)
             if ended is not None:
                 return ended
+            if tries.lost_actor:
+                await asyncio.to_thread(_wait_until_back, tries.next_actor(self.actors))
 
     def _send(self, tree: Tree, tries: _Tries) -> Any:
         """One try on an actor other than the last one's, where there is another; the
         ObjectRef of its answer."""
-        choices = [a for a in self.actors if a is not tries.last] or list(self.actors)
-        actor = tries.last = random.choice(choices)  # noqa: S311 - spreading load, not secrets
+        actor = tries.last = tries.next_actor(self.actors)
         tries.sent()
         task = RemoteTask(
             suite=self.suite.digest,
@@ -178,6 +189,22 @@ class _Tries(Tries):
         super().__init__(name, retries=scorer.retries, limits=scorer.limits, on="Ray")
         self.deadline_s = scorer.deadline_s
         self.last: Any = None
+        self._next: Any = None
+        #: Whether the last try was lost with its actor (killed, its node lost).
+        self.lost_actor = False
+
+    def next_actor(self, actors: tuple[Any, ...]) -> Any:
+        """The actor of the next try: one other than the last one's, where there is one
+        (the same until that try is sent)."""
+        if self._next is None:
+            choices = [a for a in actors if a is not self.last] or list(actors)
+            self._next = random.choice(choices)  # noqa: S311 - spreading load, not secrets
+        return self._next
+
+    def sent(self) -> None:
+        super().sent()
+        self._next = None
+        self.lost_actor = False
 
     def overdue(self, ref: Any) -> str:
         """A try past its deadline: cancelled where it waits (an actor runs a call to its
@@ -191,5 +218,22 @@ class _Tries(Tries):
         if isinstance(reply, str):
             return self.lose(reply)
         if isinstance(reply, BaseException):
+            self.lost_actor = isinstance(reply, import_ray().exceptions.RayActorError)
             return self.lose(f"the actor lost it ({named(reply)})")
         return self.answer(reply)
+
+
+def _wait_until_back(actor: Any) -> None:
+    """Until ``actor`` answers again, for :data:`BACK_WITHIN_S` at most: Ray starts a
+    killed actor again, and a call meanwhile is lost at once. An actor gone for good, or
+    still not back, is left to the try itself to find out."""
+    ray = import_ray()
+    deadline = time.monotonic() + BACK_WITHIN_S
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            ray.get(actor.where.remote(), timeout=left)
+            return
+        except ray.exceptions.ActorUnavailableError:
+            time.sleep(_PAUSE_S)
+        except Exception:  # dead for good, or overdue: the try will say
+            return
