@@ -344,7 +344,14 @@ def test_fresh_arguments_cannot_be_worked_out_before_the_rounds(
     )
     assert figures is not None
     assert honest_figures is not None, honest.to_json()
-    assert figures.min_s > 0.3 * honest_figures.min_s, result.to_json()
+    # The fastest round, or the median where one round was fast by chance: 15 fresh arguments
+    # drawn from 10,001 meet the table's 15 once in ~45 scorings (in CI: a 32 us fastest
+    # round, a 4.3 ms median). A table that held the rounds' arguments makes both ~100x fast.
+    ratios = (
+        figures.min_s / honest_figures.min_s,
+        figures.median_s / honest_figures.median_s,
+    )
+    assert max(ratios) > 0.3, (ratios, result.to_json())
 
 
 def test_pipelines_draw_the_reference_runs_fresh_arguments(evaluator: Evaluator) -> None:
