@@ -122,7 +122,10 @@ class RayScorer:
         ray = import_ray()
         tries = _Tries(self, name)
         while True:
-            ref = self._send(tree, tries)
+            actor = tries.next_actor(self.actors)
+            if tries.lost_actor:
+                _wait_until_back(actor)
+            ref = self._send(tree, tries, actor)
             try:
                 reply = ray.get(ref, timeout=self.deadline_s)
             except ray.exceptions.GetTimeoutError:
@@ -132,15 +135,16 @@ class RayScorer:
             ended = tries.judge(reply)
             if ended is not None:
                 return ended
-            if tries.lost_actor:
-                _wait_until_back(tries.next_actor(self.actors))
 
     async def _async(self, tree: Tree | ScoreResult, name: Path) -> ScoreResult:
         if isinstance(tree, ScoreResult):
             return tree
         tries = _Tries(self, name)
         while True:
-            ref = self._send(tree, tries)
+            actor = tries.next_actor(self.actors)
+            if tries.lost_actor:
+                await asyncio.to_thread(_wait_until_back, actor)
+            ref = self._send(tree, tries, actor)
             answer = asyncio.wrap_future(ref.future())
             try:
                 reply = await asyncio.wait_for(answer, self.deadline_s)
@@ -151,13 +155,10 @@ class RayScorer:
             ended = tries.judge(reply)
             if ended is not None:
                 return ended
-            if tries.lost_actor:
-                await asyncio.to_thread(_wait_until_back, tries.next_actor(self.actors))
 
-    def _send(self, tree: Tree, tries: _Tries) -> Any:
-        """One try on an actor other than the last one's, where there is another; the
-        ObjectRef of its answer."""
-        actor = tries.last = tries.next_actor(self.actors)
+    def _send(self, tree: Tree, tries: _Tries, actor: Any) -> Any:
+        """One try on ``actor``; the ObjectRef of its answer."""
+        tries.last = actor
         tries.sent()
         task = RemoteTask(
             suite=self.suite.digest,
@@ -189,22 +190,13 @@ class _Tries(Tries):
         super().__init__(name, retries=scorer.retries, limits=scorer.limits, on="Ray")
         self.deadline_s = scorer.deadline_s
         self.last: Any = None
-        self._next: Any = None
         #: Whether the last try was lost with its actor (killed, its node lost).
         self.lost_actor = False
 
     def next_actor(self, actors: tuple[Any, ...]) -> Any:
-        """The actor of the next try: one other than the last one's, where there is one
-        (the same until that try is sent)."""
-        if self._next is None:
-            choices = [a for a in actors if a is not self.last] or list(actors)
-            self._next = random.choice(choices)  # noqa: S311 - spreading load, not secrets
-        return self._next
-
-    def sent(self) -> None:
-        super().sent()
-        self._next = None
-        self.lost_actor = False
+        """The actor of the next try: one other than the last one's, where there is one."""
+        choices = [a for a in actors if a is not self.last] or list(actors)
+        return random.choice(choices)  # noqa: S311 - spreading load, not secrets
 
     def overdue(self, ref: Any) -> str:
         """A try past its deadline: cancelled where it waits (an actor runs a call to its
@@ -215,10 +207,10 @@ class _Tries(Tries):
     def judge(self, reply: Reply | BaseException | str) -> ScoreResult | None:
         """The candidate's result, or None where it goes again: ``reply`` is the actor's
         answer, what the call raised (the actor lost it), or why the try was given up."""
+        self.lost_actor = isinstance(reply, import_ray().exceptions.RayActorError)
         if isinstance(reply, str):
             return self.lose(reply)
         if isinstance(reply, BaseException):
-            self.lost_actor = isinstance(reply, import_ray().exceptions.RayActorError)
             return self.lose(f"the actor lost it ({named(reply)})")
         return self.answer(reply)
 
